@@ -1,0 +1,46 @@
+"""pytest-sqleval: evaluate text-to-SQL models in pytest.
+
+The public API, for scripts and ordinary tests (loaded on first use, so that
+installing the plugin costs a pytest run nothing)::
+
+    from pytest_sqleval import QueryResult, compare_results, soft_f1, EXECUTION_PROFILES
+    verdict = compare_results(gold, pred, EXECUTION_PROFILES["bird"], ordered=False)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "QueryResult": "pytest_sqleval.results",
+    "Schema": "pytest_sqleval.schema",
+    "ComparisonOptions": "pytest_sqleval.metrics.profiles",
+    "EXECUTION_PROFILES": "pytest_sqleval.metrics.profiles",
+    "resolve_execution": "pytest_sqleval.metrics.profiles",
+    "compare_results": "pytest_sqleval.metrics.execution_match",
+    "ExecutionVerdict": "pytest_sqleval.metrics.execution_match",
+    "soft_f1": "pytest_sqleval.metrics.soft_f1",
+    "exact_match": "pytest_sqleval.metrics.exact_match",
+    "ExactMatchVerdict": "pytest_sqleval.metrics.exact_match",
+    "spider_hardness": "pytest_sqleval.metrics.hardness",
+    "load_suite": "pytest_sqleval.loader",
+    "run_query": "pytest_sqleval.execution.runner",
+    "QueryError": "pytest_sqleval.errors",
+    "SuiteError": "pytest_sqleval.errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_sqleval' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,49 @@
+"""Errors that carry a user-facing message: where the problem is, and how to fix it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Why a prediction did not execute. Each kind is counted in ``error_count``.
+ERROR_KINDS = ("syntax", "runtime", "timeout", "row_limit", "rejected", "no_prediction")
+
+
+class SuiteError(Exception):
+    """A suite that cannot be evaluated as written: bad YAML, a missing key, a bad value, ...
+
+    Rendered as ``path:line: message`` followed by the fix, never as a traceback.
+    """
+
+    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None, fix: str = "") -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = self.path or "<suite>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        text = f"{where}: {self.message}"
+        if self.fix:
+            text += f"\n  fix: {self.fix}"
+        return text
+
+
+class QueryError(Exception):
+    """A query that did not produce a result. ``kind`` is one of :data:`ERROR_KINDS`."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        assert kind in ERROR_KINDS, kind
+        self.kind = kind
+        self.message = message
+        super().__init__(f"{kind}: {message}")
+
+
+class DatabaseError(Exception):
+    """A database that cannot be opened, built or reached: an error of the suite, never a model miss."""
+
+
+class GoldError(Exception):
+    """A gold query that fails, times out or exceeds the row cap: an error of the suite."""

@@ -1,0 +1,1 @@
+"""Execution: database specs, read-only engines, and running one query safely."""

@@ -1,0 +1,154 @@
+"""Thresholds: suite-level gates on aggregate metrics.
+
+A threshold names an aggregate metric and a bound. Rates are minimums;
+counts of bad things (``error_count``, ``vacuous``) are maximums. A metric can
+be addressed inside a breakdown with a dotted path::
+
+    execution_accuracy                       the suite's execution accuracy
+    by_gold_sql.soft_f1                      soft F1 averaged per distinct gold SQL (MRO 3.2)
+    by_difficulty.hard.execution_accuracy    one difficulty class
+    by_tag.joins.execution_accuracy          one tag
+
+Sources, most specific first: ``--sqleval-threshold`` (command line), the
+suite's ``thresholds:``, the ini option ``sqleval_thresholds``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+#: Aggregate metrics a threshold may name, with the direction of the bound.
+SUITE_METRICS: dict[str, str] = {
+    "valid_syntax": "min",
+    "execution_accuracy": "min",
+    "soft_f1": "min",
+    "exact_match": "min",
+    "pass_rate": "min",
+    "question_match": "min",
+    "interaction_match": "min",
+    "interaction_execution_accuracy": "min",
+    "test_suite_accuracy": "min",
+    "error_count": "max",
+    "vacuous": "max",
+}
+
+BREAKDOWNS = ("by_gold_sql", "by_difficulty", "by_tag")
+
+
+class ThresholdError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Threshold:
+    metric: str  # possibly a dotted path
+    bound: str  # "min" | "max"
+    value: float
+    source: str  # "cli" | "suite" | "ini"
+
+    def check(self, aggregates: Mapping[str, Any]) -> Verdict:
+        actual = lookup(aggregates, self.metric)
+        if actual is None:
+            return Verdict(self, None, False)
+        if self.bound == "min":
+            return Verdict(self, actual, actual >= self.value)
+        return Verdict(self, actual, actual <= self.value)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    threshold: Threshold
+    actual: float | None
+    passed: bool
+
+    def line(self) -> str:
+        t = self.threshold
+        word = "PASS" if self.passed else "FAIL"
+        if self.actual is None:
+            return f"{word} {t.metric}: not computed in this run (no case produced it), required {_symbol(t.bound, True)} {_fmt(t.value)}"
+        relation = _symbol(t.bound, self.passed)
+        return f"{word} {t.metric} {_fmt(self.actual)} {relation} {_fmt(t.value)}"
+
+    def as_json(self) -> dict[str, Any]:
+        t = self.threshold
+        return {"metric": t.metric, t.bound: t.value, "value": self.actual, "passed": self.passed, "source": t.source}
+
+
+def _symbol(bound: str, passed: bool) -> str:
+    if bound == "min":
+        return ">=" if passed else "<"
+    return "<=" if passed else ">"
+
+
+def _fmt(value: float) -> str:
+    if float(value).is_integer() and abs(value) >= 1:
+        return str(int(value))
+    return f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
+
+
+def direction(metric: str) -> str:
+    """The bound kind for a (possibly dotted) metric path; raises ThresholdError if unknown."""
+    parts = metric.split(".")
+    leaf = parts[-1]
+    if len(parts) == 1:
+        pass
+    elif parts[0] == "by_gold_sql" and len(parts) == 2:
+        pass
+    elif parts[0] in ("by_difficulty", "by_tag") and len(parts) == 3 and parts[1]:
+        pass
+    else:
+        raise ThresholdError(
+            f"unknown metric path {metric!r}; use a metric name, by_gold_sql.<metric>, "
+            f"by_difficulty.<level>.<metric> or by_tag.<tag>.<metric>"
+        )
+    try:
+        return SUITE_METRICS[leaf]
+    except KeyError:
+        raise ThresholdError(f"unknown metric {leaf!r}; metrics are: {', '.join(SUITE_METRICS)}") from None
+
+
+def make_threshold(metric: str, value: Any, source: str) -> Threshold:
+    bound = direction(metric)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}") from None
+    value = float(value)
+    if bound == "min" and not 0.0 <= value <= 1.0:
+        raise ThresholdError(f"{metric} is a rate between 0 and 1; {value:g} can never be met or is meaningless")
+    if bound == "max" and value < 0:
+        raise ThresholdError(f"{metric} is a count; a maximum of {value:g} can never hold")
+    return Threshold(metric, bound, value, source)
+
+
+def parse_assignment(text: str, source: str) -> Threshold:
+    """``METRIC=VALUE`` (command line and ini form)."""
+    metric, sep, value = text.partition("=")
+    if not sep or not metric.strip() or not value.strip():
+        raise ThresholdError(f"expected METRIC=VALUE (e.g. execution_accuracy=0.6), not {text!r}")
+    return make_threshold(metric.strip(), value.strip(), source)
+
+
+def merge(*layers: Iterable[Threshold]) -> list[Threshold]:
+    """Merge threshold layers, earlier layers winning per metric; sorted by metric name."""
+    chosen: dict[str, Threshold] = {}
+    for layer in layers:
+        for threshold in layer:
+            chosen.setdefault(threshold.metric, threshold)
+    return sorted(chosen.values(), key=lambda t: t.metric)
+
+
+def lookup(aggregates: Mapping[str, Any], metric: str) -> float | None:
+    node: Any = aggregates
+    parts = metric.split(".")
+    if parts[0] not in BREAKDOWNS:
+        node = aggregates.get("metrics", {})
+    for part in parts:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        return None
+    return float(node)

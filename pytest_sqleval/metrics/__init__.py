@@ -1,0 +1,1 @@
+"""The metrics: pure functions over query results and SQL trees; nothing here knows pytest."""

@@ -1,0 +1,169 @@
+"""Named result-comparison options and the profiles that reproduce each evaluator.
+
+Every choice an evaluator of the field makes when it compares two query
+results is one named option here. A profile is a set of values for all of
+them; a suite picks a profile (``execution: bird``) and may override single
+options (``execution: {profile: bird, duplicates: bag}``).
+
+Options
+-------
+row_order
+    ``order_by``: rows are compared in order only when the gold's outermost
+    query has ORDER BY (read from the sqlglot tree); otherwise as a bag/set.
+    ``order_by_text``: in order when the gold SQL text contains "order by"
+    anywhere (test-suite-sql-eval's substring test). ``always``: always in
+    order. ``ignore``: never in order.
+ties
+    When rows are compared in order: ``any`` lets rows that tie on the gold's
+    ORDER BY keys come in any order; ``gold`` demands the gold's exact order.
+duplicates
+    ``bag``: duplicate rows count (multiset). ``set``: duplicates ignored.
+columns
+    ``match``: columns are matched one-to-one in any order, by content; names
+    are never used. ``positional``: column i of the prediction is compared
+    with column i of the gold.
+distinct
+    ``keep``: queries run as written. ``strip``: every DISTINCT keyword is
+    removed from both queries before they run (test-suite's default).
+float_decimals
+    ``None``: numbers compare by exact value (1 == 1.0, 0.1 + 0.2 != 0.3).
+    An integer N: floats are rounded to N decimal places on both sides first.
+nulls
+    ``equal``: NULL equals NULL. ``distinct``: a NULL never equals anything.
+empty
+    What an empty gold result against an empty prediction means.
+    ``match``: always a match (any column counts). ``match_same_columns``: a
+    match when the column counts agree. ``miss``: never a match.
+    A match of two empty results is always reported as *vacuous*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal, Mapping
+
+RowOrder = Literal["order_by", "order_by_text", "always", "ignore"]
+Ties = Literal["any", "gold"]
+Duplicates = Literal["bag", "set"]
+Columns = Literal["match", "positional"]
+Distinct = Literal["keep", "strip"]
+Nulls = Literal["equal", "distinct"]
+Empty = Literal["match", "match_same_columns", "miss"]
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "row_order": ("order_by", "order_by_text", "always", "ignore"),
+    "ties": ("any", "gold"),
+    "duplicates": ("bag", "set"),
+    "columns": ("match", "positional"),
+    "distinct": ("keep", "strip"),
+    "nulls": ("equal", "distinct"),
+    "empty": ("match", "match_same_columns", "miss"),
+}
+
+
+@dataclass(frozen=True)
+class ComparisonOptions:
+    """How two results are compared for ``execution_match``."""
+
+    row_order: RowOrder = "order_by"
+    ties: Ties = "any"
+    duplicates: Duplicates = "bag"
+    columns: Columns = "match"
+    distinct: Distinct = "keep"
+    float_decimals: int | None = None
+    nulls: Nulls = "equal"
+    empty: Empty = "match_same_columns"
+    profile: str = "sqleval"
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> ComparisonOptions:
+        for name, value in overrides.items():
+            validate_option(name, value)
+        return replace(self, **dict(overrides))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+EXECUTION_PROFILES: dict[str, ComparisonOptions] = {
+    # pytest-sqleval's own choice: what a careful user means by "same answer".
+    "sqleval": ComparisonOptions(profile="sqleval"),
+    # taoyds/test-suite-sql-eval exec_eval.py with its default flags.
+    "test-suite": ComparisonOptions(
+        row_order="order_by_text",
+        ties="gold",
+        duplicates="bag",
+        columns="match",
+        distinct="strip",
+        empty="match",
+        profile="test-suite",
+    ),
+    # BIRD (original and mini-dev): set(pred_rows) == set(gold_rows).
+    "bird": ComparisonOptions(
+        row_order="ignore",
+        ties="any",
+        duplicates="set",
+        columns="positional",
+        distinct="keep",
+        empty="match",
+        profile="bird",
+    ),
+    # MRO paper 2.1.1: same shape, columns matched one-to-one, each column
+    # identical in row order.
+    "mro": ComparisonOptions(
+        row_order="always",
+        ties="gold",
+        duplicates="bag",
+        columns="match",
+        distinct="keep",
+        empty="match_same_columns",
+        profile="mro",
+    ),
+    # LogicCat scoring recipe: pred_result == gold_result (lists of tuples).
+    "logiccat": ComparisonOptions(
+        row_order="always",
+        ties="gold",
+        duplicates="bag",
+        columns="positional",
+        distinct="keep",
+        empty="match",
+        profile="logiccat",
+    ),
+}
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(ComparisonOptions) if f.name != "profile")
+
+
+class OptionError(ValueError):
+    """An unknown option, value or profile; the message says what is allowed."""
+
+
+def validate_option(name: str, value: Any) -> None:
+    if name not in OPTION_NAMES:
+        raise OptionError(f"unknown comparison option {name!r}; options are: {', '.join(OPTION_NAMES)}")
+    if name == "float_decimals":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise OptionError(f"float_decimals must be null or a whole number >= 0, not {value!r}")
+        return
+    allowed = CHOICES[name]
+    if value not in allowed:
+        raise OptionError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+
+
+def resolve_execution(spec: str | Mapping[str, Any] | None) -> ComparisonOptions:
+    """``"bird"`` or ``{"profile": "bird", "duplicates": "bag"}`` -> options."""
+    if spec is None:
+        return EXECUTION_PROFILES["sqleval"]
+    if isinstance(spec, str):
+        return _profile(spec)
+    overrides = dict(spec)
+    base = _profile(overrides.pop("profile", "sqleval"))
+    return base.with_overrides(overrides)
+
+
+def _profile(name: str) -> ComparisonOptions:
+    try:
+        return EXECUTION_PROFILES[name]
+    except KeyError:
+        raise OptionError(
+            f"unknown execution profile {name!r}; profiles are: {', '.join(EXECUTION_PROFILES)}"
+        ) from None

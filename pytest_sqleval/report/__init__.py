@@ -1,0 +1,1 @@
+"""Reporting: the terminal summary, the JSON report and miss diffs."""

@@ -1,0 +1,65 @@
+"""A miss explained: the reason, both SQL texts, and a compact table diff."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+CELL_WIDTH = 24
+
+
+def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
+    """Text for one miss; ``verbose`` adds the SQL and the result tables."""
+    from ..collect import miss_reason
+
+    lines = [f"{record['id']}: {miss_reason(record)}"]
+    if not verbose:
+        return lines[0]
+    lines.append(f"  gold SQL:      {_one_line(record.get('gold'))}")
+    lines.append(f"  predicted SQL: {_one_line(record.get('predicted')) if record.get('predicted') is not None else '(none)'}")
+    if record.get("soft_f1") is not None and record.get("valid"):
+        lines.append(f"  soft_f1: {record['soft_f1']:.4f}")
+    mismatch = record.get("mismatch")
+    if mismatch:
+        lines.extend(_indent(_table_block("gold", mismatch["gold_columns"], mismatch["gold_head"], mismatch["gold_shape"])))
+        lines.extend(_indent(_table_block("predicted", mismatch["predicted_columns"], mismatch["predicted_head"],
+                                          mismatch["predicted_shape"])))
+        if mismatch["gold_only_rows"]:
+            lines.append("  rows only in gold:       " + "; ".join(_row(r) for r in mismatch["gold_only_rows"]))
+        if mismatch["predicted_only_rows"]:
+            lines.append("  rows only in prediction: " + "; ".join(_row(r) for r in mismatch["predicted_only_rows"]))
+    clauses = record.get("clauses") or {}
+    wrong = [name for name, ok in clauses.items() if not ok]
+    if wrong:
+        lines.append(f"  exact match: clauses differ: {', '.join(wrong)}")
+    return "\n".join(lines)
+
+
+def _one_line(sql: str | None) -> str:
+    return " ".join((sql or "").split())
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["  " + line for line in lines]
+
+
+def _table_block(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], shape: Sequence[int]) -> list[str]:
+    n_rows, n_cols = shape
+    header = f"{title} result: {n_rows} row{'s' if n_rows != 1 else ''} x {n_cols} column{'s' if n_cols != 1 else ''}"
+    if n_rows > len(rows):
+        header += f" (first {len(rows)})"
+    return [header, *("  " + line for line in format_table(columns, rows))]
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    cells = [[_cell(c) for c in columns], *[[_cell(v) for v in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(len(cells[0]) if cells else 0)]
+    return [" | ".join(value.ljust(widths[i]) for i, value in enumerate(r)).rstrip() for r in cells]
+
+
+def _cell(value: Any) -> str:
+    text = "NULL" if value is None else str(value)
+    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+
+
+def _row(row: Sequence[Any]) -> str:
+    return "(" + ", ".join(_cell(v) for v in row) + ")"

@@ -1,0 +1,130 @@
+"""The ``sqleval`` section of pytest's terminal summary.
+
+One block per suite: outcomes, the metrics (plain mean and the mean per
+distinct gold SQL), the breakdown by difficulty, exact-match components,
+SParC aggregates by turn, then one PASS/FAIL line per threshold. Misses are
+listed with their reason; with ``-v`` or ``--sqleval-diff`` each miss also
+shows both SQL texts and a compact diff of the results.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..summary import SuiteSummary
+from .diff import render_miss
+
+#: Rows of the metrics table: (metric, label).
+METRIC_ROWS = (
+    ("valid_syntax", "valid_syntax"),
+    ("error_count", "error_count"),
+    ("execution_accuracy", "execution_accuracy"),
+    ("test_suite_accuracy", "test_suite_accuracy"),
+    ("soft_f1", "soft_f1"),
+    ("exact_match", "exact_match"),
+    ("question_match", "question_match"),
+    ("interaction_match", "interaction_match"),
+    ("interaction_execution_accuracy", "interaction_execution_accuracy"),
+    ("pass_rate", "pass_rate"),
+    ("vacuous", "vacuous"),
+)
+BREAKDOWN_COLUMNS = (("execution_accuracy", "EX"), ("soft_f1", "soft_f1"), ("exact_match", "EM"),
+                     ("valid_syntax", "valid"), ("error_count", "errors"))
+MISS_LIST_LIMIT = 25
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.4f}"
+
+
+def write_summary(tr, summaries: Sequence[SuiteSummary], records_by_suite: dict[str, list[dict]], *,
+                  verbose: bool, json_path: str | None) -> None:
+    tr.write_sep("=", "sqleval")
+    for summary in summaries:
+        _write_suite(tr, summary, records_by_suite.get(summary.path, []), verbose=verbose)
+    if json_path:
+        tr.write_line(f"sqleval report written to {json_path}")
+
+
+def _write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool) -> None:
+    agg = summary.aggregates
+    outcomes = ", ".join(f"{n} {name}" for name, n in agg["outcomes"].items() if n)
+    tr.write_line(f"suite {summary.name} ({summary.path})")
+    tr.write_line(f"  {agg['cases']} cases: {outcomes} | execution profile {summary.execution['profile']}"
+                  f" | exact match {summary.exact_match_profile or '-'} | pass_if {summary.pass_if}")
+    _write_metrics(tr, agg)
+    _write_breakdown(tr, "difficulty", agg.get("by_difficulty", {}))
+    if agg.get("by_turn"):
+        _write_turns(tr, agg["by_turn"])
+    if agg.get("clauses"):
+        parts = [f"{name} {value:.4f}" for name, value in agg["clauses"].items()]
+        tr.write_line("  exact-match components: " + ", ".join(parts))
+    _write_misses(tr, records, verbose=verbose)
+    _write_verdicts(tr, summary)
+    tr.write_line("")
+
+
+def _write_metrics(tr, agg: dict) -> None:
+    metrics, grouped = agg["metrics"], agg.get("by_gold_sql", {})
+    tr.write_line(f"  {'metric':<31} {'value':>8}   {'per gold SQL':>12}")
+    for key, label in METRIC_ROWS:
+        if key not in metrics:
+            continue
+        value = fmt(metrics[key])
+        per_gold = fmt(grouped.get(key)) if key in grouped else ""
+        extra = ""
+        if key == "error_count" and metrics.get("errors_by_kind"):
+            extra = "   (" + ", ".join(f"{k} {n}" for k, n in metrics["errors_by_kind"].items()) + ")"
+        tr.write_line(f"  {label:<31} {value:>8}   {per_gold:>12}{extra}")
+    if grouped.get("groups") is not None:
+        tr.write_line(f"  (per gold SQL: mean over {grouped['groups']} distinct gold queries, MRO 3.2)")
+
+
+def _write_breakdown(tr, title: str, breakdown: dict) -> None:
+    if not breakdown:
+        return
+    present = [(k, label) for k, label in BREAKDOWN_COLUMNS if any(k in row for row in breakdown.values())]
+    header = f"  by {title:<12} {'cases':>6} " + " ".join(f"{label:>8}" for _, label in present)
+    tr.write_line(header)
+    for level, row in breakdown.items():
+        cells = " ".join(f"{fmt(row.get(k)):>8}" for k, _ in present)
+        tr.write_line(f"    {level:<13} {row['cases']:>6} {cells}")
+
+
+def _write_turns(tr, by_turn: dict) -> None:
+    tr.write_line(f"  by turn        {'turns':>6} {'QM':>8} {'EX':>8}")
+    for bucket, row in by_turn.items():
+        tr.write_line(f"    turn {bucket:<8} {row['turns']:>6} {fmt(row.get('question_match')):>8} "
+                      f"{fmt(row.get('execution_accuracy')):>8}")
+
+
+def _write_misses(tr, records: list[dict], *, verbose: bool) -> None:
+    misses = [r for r in records if r.get("outcome") in ("missed", "failed")]
+    if not misses:
+        return
+    if verbose:
+        tr.write_line("  misses:")
+        for record in misses:
+            for line in render_miss(record, verbose=True).splitlines():
+                tr.write_line("    " + line)
+        return
+    shown = misses[:MISS_LIST_LIMIT]
+    tr.write_line(f"  misses ({len(misses)}; -v or --sqleval-diff shows the SQL and a result diff):")
+    for record in shown:
+        tr.write_line("    " + render_miss(record, verbose=False))
+    if len(misses) > len(shown):
+        tr.write_line(f"    ... and {len(misses) - len(shown)} more (all of them are in --sqleval-json)")
+
+
+def _write_verdicts(tr, summary: SuiteSummary) -> None:
+    for verdict in summary.verdicts:
+        tr.write_line("  " + verdict.line(), green=verdict.passed, red=not verdict.passed, bold=not verdict.passed)
+    if summary.failed_verdicts:
+        tr.write_line(f"  sqleval gate failed for suite {summary.name}: exit status 1 comes from the gate",
+                      red=True, bold=True)

@@ -1,0 +1,147 @@
+"""The database schema: tables, their columns in order, and foreign keys.
+
+Exact set match needs the schema (to resolve unqualified columns and to merge
+foreign-key columns), and the report uses it to describe a database. A schema
+comes from a live database through SQLAlchemy inspection, or from a Spider
+``tables.json`` entry, which also fixes the global column numbering that the
+official evaluator uses to pick a representative for each foreign-key group.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sqlalchemy.engine import Engine
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    table: str
+    column: str
+    ref_table: str
+    ref_column: str
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Tables in a fixed order; every column has a global index.
+
+    Global indexes follow Spider's ``tables.json`` numbering: index 0 is ``*``,
+    then the columns of each table in table order, starting at 1.
+    Names keep their original spelling; lookups are case-insensitive.
+    """
+
+    tables: tuple[Table, ...]
+    foreign_keys: tuple[ForeignKey, ...] = ()
+    _table_index: dict[str, Table] = field(default=None, init=False, repr=False, compare=False)  # type: ignore[assignment]
+    _column_index: dict[tuple[str, str], int] = field(default=None, init=False, repr=False, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        tables = {t.name.lower(): t for t in self.tables}
+        columns: dict[tuple[str, str], int] = {}
+        index = 1
+        for table in self.tables:
+            for column in table.columns:
+                columns.setdefault((table.name.lower(), column.lower()), index)
+                index += 1
+        object.__setattr__(self, "_table_index", tables)
+        object.__setattr__(self, "_column_index", columns)
+
+    # -- lookups -----------------------------------------------------------
+    def table(self, name: str) -> Table | None:
+        return self._table_index.get(name.lower())
+
+    def has_table(self, name: str) -> bool:
+        return name.lower() in self._table_index
+
+    def has_column(self, table: str, column: str) -> bool:
+        return (table.lower(), column.lower()) in self._column_index
+
+    def column_index(self, table: str, column: str) -> int | None:
+        """Spider-style global index of ``table.column`` (``*`` is 0)."""
+        if column == "*":
+            return 0
+        return self._column_index.get((table.lower(), column.lower()))
+
+    @property
+    def table_names(self) -> list[str]:
+        return [t.name for t in self.tables]
+
+    # -- construction ------------------------------------------------------
+    @classmethod
+    def from_dict(cls, tables: dict[str, Iterable[str]], foreign_keys: Iterable[tuple[str, str, str, str]] = ()) -> Schema:
+        """``{"table": ["col", ...]}`` and ``[(table, column, ref_table, ref_column), ...]``."""
+        return cls(
+            tables=tuple(Table(name, tuple(cols)) for name, cols in tables.items()),
+            foreign_keys=tuple(ForeignKey(*fk) for fk in foreign_keys),
+        )
+
+    @classmethod
+    def from_engine(cls, engine: Engine) -> Schema:
+        """Read tables, columns and foreign keys through SQLAlchemy inspection.
+
+        Tables come in the engine's catalogue order (SQLite: creation order, as
+        Spider's own evaluator reads ``sqlite_master``); columns in table order.
+        """
+        from sqlalchemy import inspect, text
+
+        inspector = inspect(engine)
+        names = _catalogue_order(engine, text) or inspector.get_table_names()
+        tables: list[Table] = []
+        fks: list[ForeignKey] = []
+        for name in names:
+            columns = tuple(col["name"] for col in inspector.get_columns(name))
+            tables.append(Table(name, columns))
+            for fk in inspector.get_foreign_keys(name):
+                referred = fk.get("referred_table")
+                for col, ref in zip(fk.get("constrained_columns") or (), fk.get("referred_columns") or ()):
+                    if referred and col and ref:
+                        fks.append(ForeignKey(name, col, referred, ref))
+        return cls(tables=tuple(tables), foreign_keys=tuple(fks))
+
+    @classmethod
+    def from_spider_tables(cls, path: str | Path, db_id: str) -> Schema:
+        """Load one database's entry from a Spider-format ``tables.json``."""
+        entries = json.loads(Path(path).read_text(encoding="utf-8"))
+        for entry in entries:
+            if entry.get("db_id") == db_id:
+                return cls.from_spider_entry(entry)
+        known = ", ".join(sorted(e.get("db_id", "?") for e in entries)[:10])
+        raise KeyError(f"db_id {db_id!r} is not in {path} (it has {known}, ...)")
+
+    @classmethod
+    def from_spider_entry(cls, entry: dict) -> Schema:
+        table_names = entry["table_names_original"]
+        columns: list[list[str]] = [[] for _ in table_names]
+        flat: list[tuple[str, str]] = [("", "*")]
+        for table_idx, column in entry["column_names_original"]:
+            if table_idx < 0:
+                continue
+            columns[table_idx].append(column)
+            flat.append((table_names[table_idx], column))
+        fks = []
+        for a, b in entry.get("foreign_keys", []):
+            (ta, ca), (tb, cb) = flat[a], flat[b]
+            fks.append(ForeignKey(ta, ca, tb, cb))
+        return cls(
+            tables=tuple(Table(name, tuple(cols)) for name, cols in zip(table_names, columns)),
+            foreign_keys=tuple(fks),
+        )
+
+
+def _catalogue_order(engine: Engine, text) -> list[str] | None:
+    if engine.dialect.name != "sqlite":
+        return None
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))
+        return [row[0] for row in rows]

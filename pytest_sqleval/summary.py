@@ -1,0 +1,51 @@
+"""A suite's result: its aggregates and the verdict of each threshold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .aggregate import aggregate_suite
+from .gate import Threshold, Verdict, make_threshold, merge
+from .suite import Suite
+
+
+@dataclass
+class SuiteSummary:
+    name: str
+    path: str
+    execution: dict[str, Any]
+    exact_match_profile: str | None
+    pass_if: str
+    aggregates: dict[str, Any]
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verdicts)
+
+    @property
+    def failed_verdicts(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+
+def summarize(suite: Suite, records: Sequence[Mapping[str, Any]], *, cli: Iterable[Threshold] = (),
+              ini: Iterable[Threshold] = (), display_path: str | None = None) -> SuiteSummary:
+    aggregates = aggregate_suite(records)
+    suite_thresholds = [make_threshold(metric, value, "suite") for metric, value in suite.thresholds.items()]
+    thresholds = merge(cli, suite_thresholds, ini)
+    return SuiteSummary(
+        name=suite.name,
+        path=display_path or str(suite.path),
+        execution=suite.execution.as_dict(),
+        exact_match_profile=_profile_name(suite.exact_match),
+        pass_if=str(suite.pass_if),
+        aggregates=aggregates,
+        verdicts=[t.check(aggregates) for t in thresholds],
+    )
+
+
+def _profile_name(options: Any) -> str | None:
+    if options is None:
+        return None
+    return getattr(options, "profile", None) or str(options)

@@ -1,0 +1,77 @@
+"""Shared test fixtures: small real SQLite databases and suite-writing helpers."""
+
+from __future__ import annotations
+
+import sqlite3
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+SHOP_SQL = """
+CREATE TABLE shops (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE tickets (
+    id INTEGER PRIMARY KEY,
+    shop_id INTEGER REFERENCES shops(id),
+    aircraft TEXT,
+    hours REAL,
+    status TEXT
+);
+INSERT INTO shops VALUES (1, 'Avionics'), (2, 'Engines'), (3, 'Cabin');
+INSERT INTO tickets VALUES
+    (1, 1, '9V-SMA', 2.5, 'open'),
+    (2, 1, '9V-SMB', 4.0, 'closed'),
+    (3, 2, '9V-SMA', 8.0, 'closed'),
+    (4, 1, '9V-SMC', 1.5, 'open'),
+    (5, 2, '9V-SMB', 3.0, 'open'),
+    (6, 3, '9V-SMA', 3.0, 'closed');
+"""
+
+
+def make_sqlite(path: Path, script: str = SHOP_SQL) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    conn.executescript(script)
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def shop_db(tmp_path: Path) -> Path:
+    """A small tickets/shops SQLite file."""
+    return make_sqlite(tmp_path / "shop.sqlite")
+
+
+@pytest.fixture
+def write_suite(tmp_path: Path):
+    """Write a suite file (dedented YAML) next to the test databases; returns its path."""
+
+    def write(text: str, name: str = "suite.sqleval.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A SQLAlchemy URL of a superuser on a real PostgreSQL server (skips when none can be had)."""
+    from pgserver import Unavailable, server_url
+
+    try:
+        url, server = server_url()
+    except Unavailable as exc:
+        pytest.skip(f"PostgreSQL not available: {exc}")
+    yield url
+    if server is not None:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def duckdb_available():
+    pytest.importorskip("duckdb", reason="the duckdb extra is not installed: pip install 'pytest-sqleval[duckdb]'")
+    pytest.importorskip("duckdb_engine", reason="the duckdb extra is not installed: pip install 'pytest-sqleval[duckdb]'")

@@ -1,0 +1,102 @@
+"""Suite aggregates, checked against values computed by hand."""
+
+import random
+
+import pytest
+
+from pytest_sqleval.aggregate import aggregate_suite, gold_key
+
+
+def rec(index, gold, *, valid=True, em=None, ex=None, soft=None, passed=None, difficulty="easy", tags=(),
+        error=None, outcome=None, interaction=None, turn=None):
+    ex = valid if ex is None else ex
+    passed = ex if passed is None else passed
+    return {
+        "index": index, "id": f"c{index}", "gold": gold, "valid": valid, "execution_match": ex,
+        "execution_match_first": ex, "soft_f1": soft if soft is not None else (1.0 if ex else 0.0),
+        "exact_match": em, "passed_rule": passed, "difficulty": difficulty, "tags": list(tags),
+        "error": {"kind": error, "message": "x"} if error else None, "vacuous": False,
+        "outcome": outcome or ("passed" if passed else "missed"), "interaction": interaction, "turn": turn,
+    }
+
+
+RECORDS = [
+    rec(0, "SELECT a", em=True, soft=1.0, tags=["x"]),
+    rec(1, "SELECT a", em=False, ex=False, soft=0.5),
+    rec(2, "SELECT b", valid=False, em=False, ex=False, soft=0.0, error="syntax", difficulty="hard", tags=["x"]),
+    rec(3, "SELECT   b ;", em=True, soft=1.0, difficulty="hard"),
+    rec(4, "SELECT c", valid=None, ex=None, outcome="error"),
+    rec(5, "SELECT a", em=True, soft=1.0),
+]
+
+
+def test_plain_means():
+    agg = aggregate_suite(RECORDS)
+    m = agg["metrics"]
+    assert agg["cases"] == 6
+    assert agg["outcomes"] == {"passed": 3, "missed": 2, "failed": 0, "error": 1}
+    assert m["valid_syntax"] == pytest.approx(4 / 5)
+    assert m["error_count"] == 1 and m["errors_by_kind"] == {"syntax": 1}
+    assert m["execution_accuracy"] == pytest.approx(3 / 5)
+    assert m["soft_f1"] == pytest.approx(3.5 / 5)
+    assert m["exact_match"] == pytest.approx(3 / 5)
+    assert m["pass_rate"] == pytest.approx(3 / 5)
+
+
+def test_grouped_by_identical_gold_sql():
+    grouped = aggregate_suite(RECORDS)["by_gold_sql"]
+    # group "SELECT a": EX 2/3, soft 2.5/3; group "SELECT b" (white space and ';' ignored): EX 1/2, soft 1/2
+    assert grouped["groups"] == 2
+    assert grouped["execution_accuracy"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert grouped["soft_f1"] == pytest.approx((2.5 / 3 + 0.5) / 2)
+    assert grouped["valid_syntax"] == pytest.approx((1 + 0.5) / 2)
+    assert grouped["error_count"] == pytest.approx(0 + 0.5)
+    assert gold_key("SELECT   b ;") == gold_key("SELECT b")
+
+
+def test_breakdowns():
+    agg = aggregate_suite(RECORDS)
+    assert list(agg["by_difficulty"]) == ["easy", "hard"]
+    assert agg["by_difficulty"]["easy"]["cases"] == 3
+    assert agg["by_difficulty"]["hard"]["execution_accuracy"] == pytest.approx(0.5)
+    assert agg["by_tag"]["x"]["cases"] == 2 and agg["by_tag"]["x"]["execution_accuracy"] == pytest.approx(0.5)
+
+
+def test_order_of_records_does_not_change_anything():
+    shuffled = RECORDS[:]
+    random.Random(3).shuffle(shuffled)
+    assert aggregate_suite(shuffled) == aggregate_suite(RECORDS)
+
+
+def test_interaction_metrics_and_turn_buckets():
+    records = []
+    index = 0
+
+    def turns(name, passed):
+        nonlocal index
+        for number, ok in enumerate(passed, start=1):
+            records.append(rec(index, f"SELECT {index}", ex=ok, passed=ok, interaction=name, turn=number))
+            index += 1
+
+    turns("i1", [True, True])
+    turns("i2", [True, False, True])
+    turns("i3", [True] * 6)
+    m = aggregate_suite(records)["metrics"]
+    assert m["question_match"] == pytest.approx(10 / 11)
+    assert m["interaction_match"] == pytest.approx(2 / 3)
+    assert m["interaction_execution_accuracy"] == pytest.approx(2 / 3)
+    by_turn = aggregate_suite(records)["by_turn"]
+    assert list(by_turn) == ["1", "2", "3", "4", ">4"]
+    assert by_turn["2"] == {"turns": 3, "question_match": pytest.approx(2 / 3), "execution_accuracy": pytest.approx(2 / 3)}
+    assert by_turn[">4"]["turns"] == 2
+
+
+def test_interaction_with_a_failed_gold_is_left_out():
+    records = [
+        rec(0, "SELECT 1", interaction="i1", turn=1),
+        rec(1, "SELECT 2", valid=None, ex=None, passed=False, outcome="error", interaction="i1", turn=2),
+        rec(2, "SELECT 3", ex=False, interaction="i2", turn=1),
+    ]
+    m = aggregate_suite(records)["metrics"]
+    assert m["interaction_match"] == 0.0  # only i2 counts, and it missed
+    assert m["question_match"] == 0.0
