@@ -26,6 +26,14 @@ def is_suite_file(path: Path) -> bool:
     return path.name.endswith(SUITE_SUFFIXES)
 
 
+class GoldBroken(Exception):
+    """A gold that gave different results on two runs (``--sqleval-check-gold``)."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+        super().__init__("; ".join(f["message"] for f in record["gold_findings"] if f["severity"] == "broken"))
+
+
 class CaseMissed(Exception):
     """Raised for a miss under ``--sqleval-strict``, so the miss becomes a failure."""
 
@@ -92,10 +100,10 @@ class SuiteFile(pytest.File):
         found = predictions.get(f"{suite.name}::{case.id}") or predictions.get(case.id)
         return found.sql if found else None
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo):
         if isinstance(excinfo.value, SuiteError):
             return excinfo.value.render()
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)
 
 
 def _add_markers(item: pytest.Item, case: Case, suite: Suite) -> None:
@@ -129,6 +137,8 @@ class CaseItem(pytest.Function):
         error = excinfo.value
         if isinstance(error, CaseMissed):
             return render_miss(error.record, verbose=True)
+        if isinstance(error, GoldBroken):
+            return f"{self.suite.path}:{self.case.line}: case {self.case.id}: broken gold: {error}"
         if isinstance(error, (SuiteError, GoldError, DatabaseError)):
             return f"{self.suite.path}:{self.case.line}: case {self.case.id}: {error}"
         return super().repr_failure(excinfo, style)
@@ -142,6 +152,8 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold):
     state = sqleval_state(request.config)
     suite = item.suite
     engines = [sqleval_engine, *(state.engines.engine(spec) for spec in sqleval_case.databases[1:])]
+    if state.settings.check_gold:
+        return check_gold_case(item, state, engines, sqleval_gold)
     record = state.evaluator.evaluate(
         sqleval_case, suite, item.prediction, engines if sqleval_engine is not None else [], sqleval_gold,
         timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite),
@@ -153,3 +165,24 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold):
     item.user_properties.append(("sqleval", record))
     if record["outcome"] == "failed":
         raise CaseMissed(record)
+
+
+def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
+    """``--sqleval-check-gold``: findings on the gold instead of scoring the prediction."""
+    from .evaluate import base_record
+    from .goldcheck import Finding, check_gold, findings_record
+
+    findings: list[Finding] = []
+    for run, engine in zip(prepared.gold, engines):
+        for finding in check_gold(item.case.gold, run.result, engine, dialect=prepared.dialect,
+                                  timeout=state.timeout_for(item.suite), max_rows=state.max_rows_for(item.suite),
+                                  size_threshold=state.settings.gold_size):
+            if len(engines) > 1:
+                finding = Finding(finding.kind, finding.severity, f"{run.database}: {finding.message}")
+            findings.append(finding)
+    record = base_record(item.case, item.suite, item.prediction, prepared)
+    record.update(findings_record(findings))
+    record["outcome"] = {"clean": "passed", "flagged": "flagged", "broken": "failed"}[record["gold_status"]]
+    item.user_properties.append(("sqleval", record))
+    if record["outcome"] == "failed":
+        raise GoldBroken(record)

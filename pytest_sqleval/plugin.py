@@ -61,6 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="build suites' setup-script databases on this engine instead (sqlite://, duckdb:// or a server URL).")
     group.addoption("--sqleval-check-gold", action="store_true", default=False,
                     help="run only the gold queries and report broken, vacuous or non-deterministic ones.")
+    group.addoption("--sqleval-gold-size", metavar="N", type=positive_int, default=None,
+                    help="with --sqleval-check-gold: flag golds returning more than N rows (default 1000).")
 
     parser.addini("sqleval", type="bool", default=False, help="evaluate sqleval suites without --sqleval.")
     parser.addini("sqleval_predictions", help="default for --sqleval-predictions.")
@@ -71,6 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("sqleval_json", help="default for --sqleval-json.")
     parser.addini("sqleval_diff", type="bool", default=False, help="default for --sqleval-diff.")
     parser.addini("sqleval_database_url", help="default for --sqleval-database-url.")
+    parser.addini("sqleval_gold_size", help="default for --sqleval-gold-size.")
 
 
 # --------------------------------------------------------------------------- state
@@ -206,6 +209,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
         record = sqleval_record(report)
         if record is not None and record.get("outcome") == "missed":
             return "missed", "m", ("MISSED", {"yellow": True})
+        if record is not None and record.get("outcome") == "flagged":
+            return "flagged", "g", ("FLAGGED", {"yellow": True})
     return None
 
 
@@ -351,7 +356,7 @@ class SqlevalSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
         result = yield
-        if _is_worker(self.config) or self.config.option.collectonly:
+        if _is_worker(self.config) or self.config.option.collectonly or self.state.settings.check_gold:
             return result
         self._summarize()
         if any(not s.passed for s in self.state.summaries):
@@ -385,6 +390,11 @@ class SqlevalSession:
         self.state.json_written = str(write_report(path, report))
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
+        if self.state.settings.check_gold:
+            from .report.terminal import write_gold_check
+
+            write_gold_check(terminalreporter, sorted(self.state.records, key=lambda r: (r["path"], r.get("index", 0))))
+            return
         if not self.state.summaries:
             return
         by_path: dict[str, list[dict]] = defaultdict(list)

@@ -50,6 +50,7 @@ class Settings:
     diff: bool = False
     database_url: str | None = None
     check_gold: bool = False
+    gold_size: int = 1000
     cli_thresholds: tuple[Threshold, ...] = field(default_factory=tuple)
     ini_thresholds: tuple[Threshold, ...] = field(default_factory=tuple)
     timeout_from_cli: bool = False
@@ -91,6 +92,7 @@ def resolve_settings(config) -> Settings:
         diff=bool(option.sqleval_diff) or _ini_bool(ini("sqleval_diff"), "sqleval_diff"),
         database_url=option.sqleval_database_url or ini("sqleval_database_url"),
         check_gold=bool(option.sqleval_check_gold),
+        gold_size=option.sqleval_gold_size or _ini_number(ini("sqleval_gold_size"), "sqleval_gold_size", positive_int) or 1000,
         cli_thresholds=tuple(option.sqleval_threshold or ()),
         ini_thresholds=tuple(ini_thresholds),
         timeout_from_cli=timeout_cli is not None,

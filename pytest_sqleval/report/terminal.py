@@ -128,3 +128,21 @@ def _write_verdicts(tr, summary: SuiteSummary) -> None:
     if summary.failed_verdicts:
         tr.write_line(f"  sqleval gate failed for suite {summary.name}: exit status 1 comes from the gate",
                       red=True, bold=True)
+
+
+def write_gold_check(tr, records: Sequence[dict]) -> None:
+    """``--sqleval-check-gold``: one line per finding, grouped by case."""
+    tr.write_sep("=", "sqleval gold check")
+    flagged = [r for r in records if r.get("gold_findings")]
+    errors = [r for r in records if r.get("outcome") == "error"]
+    checked = len(records)
+    for record in errors:
+        tr.write_line(f"BROKEN {record['id']}: {record['error']['message']}", red=True)
+    for record in flagged:
+        for finding in record["gold_findings"]:
+            broken = finding["severity"] == "broken"
+            word = "BROKEN" if broken else "warning"
+            tr.write_line(f"{word} {record['id']}: {finding['kind']}: {finding['message']}", red=broken, yellow=not broken)
+    broken = len(errors) + sum(1 for r in flagged if r.get("gold_status") == "broken")
+    tr.write_line(f"{checked} gold queries checked: {broken} broken, "
+                  f"{sum(1 for r in flagged if r.get('gold_status') == 'flagged')} with warnings")

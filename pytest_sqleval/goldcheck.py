@@ -1,0 +1,168 @@
+"""Gold checks (``--sqleval-check-gold``): is each gold query a fair reference?
+
+Only the gold side runs. A gold that fails, times out or exceeds the row cap
+is an error of the suite (raised while setting the case up). For a gold that
+runs, each finding below is reported per case:
+
+===================== ========= ==============================================================
+finding               severity  meaning
+===================== ========= ==============================================================
+``unstable``          broken    two runs of the gold returned different results
+``empty``             warning   no rows: any prediction returning no rows matches it vacuously
+``single_null``       warning   one row, one NULL: a vacuous match is easy
+``single_zero``       warning   one row, one 0: a vacuous match is easy (``SELECT 0``)
+``limit_without_order`` warning LIMIT without ORDER BY: which rows come back is up to the engine
+``ties_at_limit``     warning   ORDER BY ... LIMIT k where row k+1 ties with row k on the keys:
+                                another engine may return a different, equally correct row
+``large``             warning   more rows than the size threshold (``--sqleval-gold-size``)
+===================== ========= ==============================================================
+
+``--sqleval-check-gold`` exits non-zero when a gold is broken (including a
+gold that fails); warnings are listed without failing the run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from .errors import QueryError
+from .execution.runner import run_query
+from .metrics.profiles import ComparisonOptions
+from .metrics.values import normalise_value
+from .results import QueryResult
+from .sql.ordering import plan_order
+
+DEFAULT_SIZE_THRESHOLD = 1000
+
+#: Options used to find the ORDER BY keys of a gold (tie detection).
+_KEY_OPTIONS = ComparisonOptions(row_order="order_by", ties="any")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    severity: str  # "broken" | "warning"
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def check_gold(gold_sql: str, result: QueryResult, engine, *, dialect: str, timeout: float, max_rows: int,
+               size_threshold: int = DEFAULT_SIZE_THRESHOLD) -> list[Finding]:
+    """Findings for one gold query whose first run gave ``result``."""
+    findings = vacuous_findings(result)
+    if len(result.rows) > size_threshold:
+        findings.append(Finding("large", "warning", f"returns {len(result.rows)} rows (threshold {size_threshold})"))
+    findings.extend(determinism_findings(gold_sql, result, engine, dialect=dialect, timeout=timeout, max_rows=max_rows))
+    return findings
+
+
+def vacuous_findings(result: QueryResult) -> list[Finding]:
+    rows = result.rows
+    if not rows:
+        return [Finding("empty", "warning", "returns no rows: any prediction that returns no rows matches it")]
+    if len(rows) == 1 and len(rows[0]) == 1:
+        value = normalise_value(rows[0][0])
+        if value is None:
+            return [Finding("single_null", "warning", "returns a single NULL: a vacuous prediction can match it")]
+        if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
+            return [Finding("single_zero", "warning", "returns a single 0: `SELECT 0` matches it")]
+    return []
+
+
+def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect: str, timeout: float,
+                         max_rows: int) -> list[Finding]:
+    findings: list[Finding] = []
+    outer = _outermost(gold_sql, dialect)
+    if outer is not None:
+        limit = _limit_value(outer)
+        order = outer.args.get("order")
+        if limit is not None and order is None:
+            findings.append(Finding("limit_without_order", "warning",
+                                    f"LIMIT {limit} without ORDER BY: which rows come back is up to the engine"))
+        if limit is not None and order is not None and len(result.rows) == limit:
+            tie = _tie_at_cut(gold_sql, outer, limit, engine, dialect, timeout, max_rows)
+            if tie:
+                findings.append(Finding("ties_at_limit", "warning", tie))
+    second = _rerun(gold_sql, engine, timeout, max_rows)
+    if second is not None and not _same(result, second, ordered=outer is not None and outer.args.get("order") is not None):
+        findings.append(Finding("unstable", "broken", "two runs of the gold returned different results"))
+    return findings
+
+
+def _outermost(sql: str, dialect: str) -> exp.Expression | None:
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except (SqlglotError, RecursionError):
+        return None
+    while isinstance(tree, exp.Subquery):
+        tree = tree.this
+    return tree if isinstance(tree, (exp.Select, exp.SetOperation)) else None
+
+
+def _limit_value(query: exp.Expression) -> int | None:
+    limit = query.args.get("limit")
+    if limit is None:
+        return None
+    value = limit.args.get("expression")
+    if isinstance(value, exp.Literal) and not value.is_string:
+        try:
+            return int(value.this)
+        except ValueError:
+            return None
+    return None
+
+
+def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialect: str, timeout: float,
+                max_rows: int) -> str | None:
+    """Run the gold with LIMIT k+1 (keys appended if needed); does row k+1 tie with row k?"""
+    plan = plan_order(gold_sql, dialect, _KEY_OPTIONS)
+    base = sqlglot.parse_one(plan.hidden_key_sql, read=dialect) if plan.hidden_key_sql else outer.copy()
+    widened = base.limit(limit + 1)
+    try:
+        extended = run_query(engine, widened.sql(dialect=dialect), timeout=timeout, max_rows=max_rows, untrusted=False)
+    except QueryError:
+        return None
+    if len(extended.rows) <= limit:
+        return None
+    if plan.hidden_key_sql:
+        keys = list(range(len(extended.columns) - plan.hidden_key_count, len(extended.columns)))
+    elif plan.key_columns is not None:
+        keys = list(plan.key_columns)
+    else:
+        return None
+    last, next_row = extended.rows[limit - 1], extended.rows[limit]
+    if all(normalise_value(last[i]) == normalise_value(next_row[i]) for i in keys):
+        return (f"ORDER BY ... LIMIT {limit}: row {limit + 1} ties with row {limit} on the ORDER BY keys, "
+                "so another engine may return a different but equally correct row")
+    return None
+
+
+def _rerun(sql: str, engine, timeout: float, max_rows: int) -> QueryResult | None:
+    try:
+        return run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False)
+    except QueryError:
+        return None
+
+
+def _same(first: QueryResult, second: QueryResult, *, ordered: bool) -> bool:
+    a = [tuple(normalise_value(v) for v in row) for row in first.rows]
+    b = [tuple(normalise_value(v) for v in row) for row in second.rows]
+    return a == b if ordered else Counter(a) == Counter(b)
+
+
+def summarize_findings(findings: list[Finding]) -> str:
+    if any(f.severity == "broken" for f in findings):
+        return "broken"
+    return "flagged" if findings else "clean"
+
+
+def findings_record(findings: list[Finding]) -> dict[str, Any]:
+    return {"gold_findings": [f.as_json() for f in findings], "gold_status": summarize_findings(findings)}
