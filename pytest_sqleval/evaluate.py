@@ -13,7 +13,7 @@ import decimal
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .errors import GoldError, QueryError
+from .errors import DatabaseError, GoldError, QueryError
 from .execution.runner import run_query, sqlglot_dialect
 from .metrics.execution_match import compare_results
 from .metrics.profiles import ComparisonOptions
@@ -108,7 +108,10 @@ class Evaluator:
             return None
         key = id(engine)
         if key not in self._schemas:
-            self._schemas[key] = Schema.from_engine(engine)
+            try:
+                self._schemas[key] = Schema.from_engine(engine)
+            except Exception as exc:  # noqa: BLE001 - driver errors vary; report them plainly
+                raise DatabaseError(f"cannot read the schema of {case.database.display}: {exc}") from None
         return self._schemas[key]
 
     def prepare(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
@@ -182,20 +185,23 @@ class Prepared:
 
 def check_gold_structure(case: Case, suite: Suite, schema: Schema, dialect: str) -> None:
     """A gold that the suite's exact-match profile cannot read is a suite error, raised at setup."""
-    from .metrics.exact_match import GoldOutsideGrammar, exact_match
+    from .metrics.exact_match import GoldOutsideGrammar, GoldUnreadable, exact_match
 
     try:
         exact_match(case.gold, case.gold, schema, profile=suite.exact_match, dialect=dialect)
-    except GoldOutsideGrammar as exc:
-        if suite.exact_match_requested or "exact_match" in suite.pass_if.metrics:
+    except GoldUnreadable as exc:
+        if not (suite.exact_match_requested or "exact_match" in suite.pass_if.metrics):
+            return  # exact match is reported as not computed for this case
+        if isinstance(exc, GoldOutsideGrammar):
             raise GoldError(
                 f"the gold of case {case.id} is outside the Spider grammar ({exc}); "
                 "use `exact_match: sqleval` to compare any SQL"
             ) from None
+        raise GoldError(f"exact match cannot read the gold of case {case.id}: {exc}") from None
 
 
 def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepared: Prepared) -> dict[str, Any]:
-    from .metrics.exact_match import GoldOutsideGrammar, exact_match
+    from .metrics.exact_match import GoldUnreadable, exact_match
 
     if prepared.schema is None:
         return {"exact_match": None, "clauses": None, "exact_match_reason": None}
@@ -203,8 +209,8 @@ def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepare
         return {"exact_match": False, "clauses": None, "exact_match_reason": "no_prediction"}
     try:
         verdict = exact_match(case.gold, prediction, prepared.schema, profile=suite.exact_match, dialect=prepared.dialect)
-    except GoldOutsideGrammar as exc:
-        return {"exact_match": None, "clauses": None, "exact_match_reason": f"gold outside_spider_grammar: {exc}"}
+    except GoldUnreadable as exc:
+        return {"exact_match": None, "clauses": None, "exact_match_reason": f"gold unreadable: {exc}"}
     return {"exact_match": bool(verdict.match), "clauses": dict(verdict.clauses) or None, "exact_match_reason": verdict.reason}
 
 

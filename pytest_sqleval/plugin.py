@@ -219,7 +219,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if getattr(item, "case", None) is not None and report.failed and sqleval_record(report) is None:
         report.user_properties.append(("sqleval", _error_record(item, call, report)))
+        if call.excinfo is not None and report.when != "call" and _is_suite_problem(call.excinfo.value):
+            report.longrepr = f"{item.suite.path}:{item.case.line}: case {item.case.id}: {call.excinfo.value}"
     return report
+
+
+def _is_suite_problem(error: BaseException) -> bool:
+    """A broken gold or database: shown as a plain message, never a traceback."""
+    from .errors import DatabaseError, GoldError, SuiteError
+
+    return isinstance(error, (DatabaseError, GoldError, SuiteError))
 
 
 def _error_record(item: "CaseItem", call: pytest.CallInfo, report: pytest.TestReport) -> dict[str, Any]:

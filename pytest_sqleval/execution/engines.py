@@ -36,6 +36,11 @@ SQLITE_MAX_LENGTH = 10_000_000
 
 _SQLITE_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 
+#: Pragmas that take an argument yet only read (schema inspection uses them).
+_SQLITE_READ_PRAGMAS = frozenset({
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+})
+
 
 @dataclass
 class EngineFactory:
@@ -186,8 +191,8 @@ _SQLITE_DENIED_ACTIONS = frozenset(
 def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _source: str | None) -> int:
     if action in _SQLITE_DENIED_ACTIONS:
         return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None:  # reading a pragma is fine; setting one is not
-        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and (arg1 or "").lower() not in _SQLITE_READ_PRAGMAS:
+        return sqlite3.SQLITE_DENY  # `PRAGMA x = y` sets something; reading a pragma is fine
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK

@@ -122,6 +122,15 @@ def _parse(sql: str, dialect: str) -> list[exp.Expression]:
 
 _QUERY_START_TOKENS = {"SELECT", "WITH", "VALUES", "L_PAREN", "FROM", "TABLE"}
 
+#: Statement words some dialect has but sqlglot does not parse; a statement starting with one is not a query.
+_STATEMENT_WORDS = frozenset({
+    "EXPORT", "IMPORT", "VACUUM", "REINDEX", "CHECKPOINT", "CALL", "LOAD", "INSTALL", "ATTACH", "DETACH", "COPY",
+    "PRAGMA", "SET", "RESET", "DO", "EXECUTE", "EXEC", "PREPARE", "DEALLOCATE", "LISTEN", "NOTIFY", "UNLISTEN",
+    "LOCK", "REFRESH", "CLUSTER", "DISCARD", "GRANT", "REVOKE", "SHOW", "DESCRIBE", "EXPLAIN", "ANALYZE", "BEGIN",
+    "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "USE", "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "REPLACE",
+    "CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME", "COMMENT", "SECURITY", "FORCE", "UNINSTALL",
+})
+
 
 def _leading_keyword(sql: str, dialect: str) -> str | None:
     """The first keyword of SQL that does not parse, when it cannot start a query (e.g. EXPORT)."""
@@ -131,11 +140,8 @@ def _leading_keyword(sql: str, dialect: str) -> str | None:
         return None
     if not tokens or tokens[0].token_type.name in _QUERY_START_TOKENS:
         return None
-    first = tokens[0]
-    if first.token_type.name in ("VAR", "IDENTIFIER", "STRING", "NUMBER"):
-        # Not a keyword sqlglot knows; a word such as EXPORT still cannot start a query.
-        return first.text.upper() if first.token_type.name == "VAR" else None
-    return first.text.upper()
+    word = tokens[0].text.upper()
+    return word if word in _STATEMENT_WORDS else None
 
 
 def _check_tree(tree: exp.Expression) -> None:

@@ -1,0 +1,54 @@
+"""Rewrites of a query's sqlglot tree that comparison options ask for.
+
+* :func:`strip_distinct` (option ``distinct: strip``) removes every DISTINCT
+  keyword, as test-suite-sql-eval's ``remove_distinct`` does by default:
+  ``SELECT DISTINCT`` in every scope (subqueries and CTEs too, ``DISTINCT
+  ON`` included) and the DISTINCT of aggregates, ``COUNT(DISTINCT x)`` ->
+  ``COUNT(x)``. ``UNION`` / ``INTERSECT`` / ``EXCEPT`` without ``ALL`` are
+  set operations, not the DISTINCT keyword, and stay; so does ``IS
+  DISTINCT FROM``.
+* :func:`append_order_keys` appends ORDER BY keys to a select list as extra
+  output columns (used by :mod:`pytest_sqleval.sql.ordering` to read tie
+  groups from keys the query does not output).
+
+Both raise :class:`sqlglot.errors.ParseError` for SQL the dialect cannot parse.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+HIDDEN_KEY_PREFIX = "__sqleval_key_"
+
+
+def strip_distinct(sql: str, dialect: str) -> str:
+    """``sql`` without any DISTINCT keyword; returned unchanged when it has none."""
+    tree = sqlglot.parse_one(sql, read=dialect)
+    distincts = list(tree.find_all(exp.Distinct))
+    if not distincts:
+        return sql
+    for distinct in distincts:
+        _remove_distinct(distinct)
+    return tree.sql(dialect=dialect)
+
+
+def _remove_distinct(distinct: exp.Distinct) -> None:
+    if distinct.arg_key == "distinct":  # SELECT DISTINCT / DISTINCT ON
+        distinct.pop()
+        return
+    arguments = list(distinct.expressions)  # an aggregate's DISTINCT: COUNT(DISTINCT a[, b])
+    if len(arguments) == 1:
+        distinct.replace(arguments[0])
+        return
+    function = distinct.parent
+    distinct.pop()
+    function.set("expressions", arguments)
+
+
+def append_order_keys(select: exp.Select, keys: list[exp.Expression], dialect: str) -> str:
+    """SQL of ``select`` with each of ``keys`` appended as ``<key> AS __sqleval_key_<i>``."""
+    extended = select.copy()
+    for index, key in enumerate(keys):
+        extended.append("expressions", exp.alias_(key.copy(), f"{HIDDEN_KEY_PREFIX}{index}"))
+    return extended.sql(dialect=dialect)

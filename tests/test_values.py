@@ -1,0 +1,162 @@
+"""The value normaliser shared by every result metric."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import pytest
+
+from pytest_sqleval.metrics.values import (
+    FLOATS,
+    INTS,
+    NAN,
+    OTHER,
+    TEXT,
+    DistinctNull,
+    Table,
+    column_kind,
+    column_needs_normalising,
+    display_row,
+    normalise_column,
+    normalise_value,
+    split_columns,
+)
+
+
+def rows_of(rows, **options):
+    return Table(rows, len(rows[0]), **options).rows
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected", "expected_type"),
+    [
+        (Decimal("2.00"), 2, int),
+        (Decimal("-7"), -7, int),
+        (Decimal("1E+2"), 100, int),
+        (Decimal("0.5"), 0.5, float),
+        (Decimal("Infinity"), math.inf, float),
+    ],
+)
+def test_decimal_becomes_int_when_integral_else_float(raw, expected, expected_type):
+    value = normalise_value(raw)
+    assert value == expected
+    assert type(value) is expected_type
+
+
+def test_int_float_and_decimal_of_equal_value_are_equal_rows():
+    assert rows_of([(1,)]) == rows_of([(1.0,)]) == rows_of([(Decimal("1.000"),)])
+    assert rows_of([(0.5,)]) == rows_of([(Decimal("0.5"),)])
+
+
+def test_every_nan_becomes_the_one_nan_so_nan_equals_nan():
+    first, second = float("nan"), float("nan")
+    assert (first,) != (second,)  # two NaN objects: plain Python says unequal
+    assert normalise_value(first) is NAN
+    assert normalise_value(Decimal("NaN")) is NAN
+    assert rows_of([(first, 1)]) == rows_of([(second, 1)])
+    assert set(rows_of([(first,)])) == set(rows_of([(Decimal("NaN"),)]))
+
+
+def test_floats_compare_exactly_unless_float_decimals():
+    assert rows_of([(0.1 + 0.2,)]) != rows_of([(0.3,)])
+    assert rows_of([(0.1 + 0.2,)], float_decimals=2) == rows_of([(0.3,)], float_decimals=2)
+    assert rows_of([(0.123,)], float_decimals=2) != rows_of([(0.13,)], float_decimals=2)
+
+
+def test_float_decimals_never_touches_ints_or_infinities():
+    assert normalise_value(123456789, float_decimals=0) == 123456789
+    assert normalise_value(math.inf, float_decimals=2) == math.inf
+    assert normalise_value(Decimal("0.126"), float_decimals=2) == 0.13
+
+
+def test_nulls_equal_keeps_null_equal_to_null():
+    assert rows_of([(None, 1)]) == rows_of([(None, 1)])
+
+
+def test_nulls_distinct_makes_every_null_unequal():
+    gold = rows_of([(None, 1)], nulls="distinct")
+    pred = rows_of([(None, 1)], nulls="distinct")
+    assert gold != pred
+    assert isinstance(gold[0][0], DistinctNull)
+    assert gold[0][0] != gold[0][0].__class__()
+
+
+def test_bool_keeps_python_semantics():
+    assert normalise_value(True) is True
+    assert rows_of([(True, False)]) == rows_of([(1, 0)])
+
+
+def test_text_and_numbers_never_equal():
+    assert rows_of([("1",)]) != rows_of([(1,)])
+    assert rows_of([(b"a",)]) != rows_of([("a",)])
+
+
+def test_containers_become_hashable_and_normalised():
+    assert normalise_value([1, Decimal("2.0"), [float("nan")]]) == (1, 2, (NAN,))
+    assert normalise_value({"a": [1]}) == frozenset({("a", (1,))})
+    assert normalise_value(memoryview(b"xy")) == b"xy"
+    assert rows_of([([1, 2], {"k": None})]) == [((1, 2), frozenset({("k", None)}))]
+
+
+@pytest.mark.parametrize(
+    "column",
+    [[1, 2, True], ["a", "b"], [1.5, 2, 3.25], [None, "x", 2], [b"x", None]],
+    ids=["ints", "text", "floats", "mixed-with-null", "bytes"],
+)
+def test_columns_that_need_nothing_are_returned_untouched(column):
+    assert not column_needs_normalising(column)
+    assert normalise_column(column) is column
+
+
+@pytest.mark.parametrize(
+    ("column", "options"),
+    [
+        ([1.5, float("nan")], {}),
+        ([1.5, float("inf")], {}),
+        ([1, Decimal("2")], {}),
+        ([Decimal("2"), 1.5], {}),
+        ([0.1, 2], {"float_decimals": 3}),
+        (["a", None], {"nulls": "distinct"}),
+        ([None, 1.5, float("nan")], {}),
+        ([[1], "a"], {}),
+    ],
+    ids=["nan", "infinity", "decimal", "decimal-and-float", "rounding", "distinct-null", "nan-with-null", "list"],
+)
+def test_columns_that_need_normalising_are_copied(column, options):
+    assert column_needs_normalising(column, **options)
+    normalised = normalise_column(column, **options)
+    assert normalised is not column
+    assert len(normalised) == len(column)
+
+
+@pytest.mark.parametrize(
+    ("column", "kind"),
+    [([1, True], INTS), ([1, 2.5], FLOATS), (["a", "b"], TEXT), (["a", None], OTHER), ([Decimal(1)], OTHER)],
+)
+def test_column_kind(column, kind):
+    assert column_kind(column) == kind
+
+
+def test_table_keeps_the_original_rows_when_nothing_changes():
+    rows = [(1, "a"), (2, "b")]
+    table = Table(rows, 2)
+    assert table.rows is rows
+    assert table.columns == [[1, 2], ["a", "b"]]
+    assert table.kinds == [INTS, TEXT]
+
+
+def test_table_rebuilds_rows_from_normalised_columns():
+    table = Table([(Decimal("1.0"), float("nan"))], 2)
+    assert table.rows == [(1, NAN)]
+    assert table.kinds == [INTS, FLOATS]
+
+
+def test_split_columns_refuses_ragged_rows():
+    with pytest.raises(ValueError, match="2 cells wide"):
+        split_columns([(1, 2), (3,)], 2)
+
+
+def test_display_row_shows_distinct_nulls_as_none():
+    (row,) = rows_of([(None, 1)], nulls="distinct")
+    assert display_row(row) == (None, 1)
