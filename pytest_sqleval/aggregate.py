@@ -69,6 +69,9 @@ def mean(values: Iterable[float | bool | None]) -> float | None:
 
 def case_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     executed = [r for r in records if r.get("valid") is not None]
+    if not executed:
+        return {k: v for k, v in (("exact_match", mean(r.get("exact_match") for r in records)),
+                                  ("pass_rate", mean(r.get("passed_rule") for r in records))) if v is not None}
     metrics: dict[str, Any] = {
         "valid_syntax": mean(r["valid"] for r in executed),
         "error_count": sum(1 for r in executed if r["valid"] is False),

@@ -95,6 +95,8 @@ class Schema:
         """
         from sqlalchemy import inspect, text
 
+        if engine.dialect.name == "duckdb":
+            return cls._from_duckdb(engine, text)
         inspector = inspect(engine)
         names = _catalogue_order(engine, text) or inspector.get_table_names()
         tables: list[Table] = []
@@ -108,6 +110,24 @@ class Schema:
                     if referred and col and ref:
                         fks.append(ForeignKey(name, col, referred, ref))
         return cls(tables=tuple(tables), foreign_keys=tuple(fks))
+
+    @classmethod
+    def _from_duckdb(cls, engine: Engine, text) -> Schema:
+        """DuckDB's own catalogue (duckdb-engine's inspection queries pg_catalog tables DuckDB lacks)."""
+        with engine.connect() as conn:
+            names = [r[0] for r in conn.execute(text(
+                "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_oid"))]
+            columns: dict[str, list[str]] = {name: [] for name in names}
+            for table, column in conn.execute(text(
+                    "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main' "
+                    "ORDER BY table_oid, column_index")):
+                columns.setdefault(table, []).append(column)
+            fks = []
+            for table, cols, ref_table, ref_cols in conn.execute(text(
+                    "SELECT table_name, constraint_column_names, referenced_table, referenced_column_names "
+                    "FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' AND schema_name = 'main'")):
+                fks.extend(ForeignKey(table, c, ref_table, r) for c, r in zip(cols, ref_cols))
+        return cls(tables=tuple(Table(n, tuple(columns[n])) for n in names), foreign_keys=tuple(fks))
 
     @classmethod
     def from_spider_tables(cls, path: str | Path, db_id: str) -> Schema:

@@ -1,0 +1,47 @@
+"""Exact set match: is the predicted SQL the gold SQL, clause by clause?
+
+``exact_match(gold_sql, pred_sql, schema, *, profile="sqleval", dialect="sqlite")``
+returns an :class:`ExactMatchVerdict` with one boolean per component and a
+reason for a miss. ``profile`` is a profile name, a mapping
+``{"profile": ..., <option>: value}`` or resolved :class:`ExactMatchOptions`.
+
+* ``spider`` reproduces the official Spider / test-suite-sql-eval metric,
+  quirks included (:mod:`.spider`); options ``value_placeholder`` and
+  ``legacy_from_check`` (:mod:`.options`).
+* ``sqleval`` (default) compares any SQL without the official shortcuts
+  (:mod:`.sqleval`); option ``values: ignore``.
+
+Component keys (``clauses``): select, select_no_agg, where, where_no_op,
+group_no_having, group, order, and_or, iuen, keywords, from; ``sqleval`` adds
+join_on, limit and distinct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...schema import Schema
+from .options import EXACT_MATCH_PROFILES, ExactMatchOptions, resolve_exact_match
+from .spider import spider_exact_match
+from .sqleval import sqleval_exact_match
+from .verdict import ExactMatchVerdict, GoldOutsideGrammar, GoldParseError, GoldUnreadable
+
+__all__ = [
+    "EXACT_MATCH_PROFILES", "ExactMatchOptions", "ExactMatchVerdict", "GoldOutsideGrammar", "GoldParseError",
+    "GoldUnreadable", "exact_match", "resolve_exact_match",
+]
+
+
+def exact_match(gold_sql: str, pred_sql: str, schema: Schema, *,
+                profile: str | Mapping[str, Any] | ExactMatchOptions | None = "sqleval",
+                dialect: str = "sqlite") -> ExactMatchVerdict:
+    """Compare ``pred_sql`` with ``gold_sql`` under an exact-match profile.
+
+    Raises :class:`GoldOutsideGrammar` (profile ``spider``) or
+    :class:`GoldParseError` when the gold cannot be read: an error of the suite.
+    """
+    options = resolve_exact_match(profile)
+    if options.profile == "spider":
+        return spider_exact_match(gold_sql, pred_sql, schema, options, dialect)
+    return sqleval_exact_match(gold_sql, pred_sql, schema, options, dialect)

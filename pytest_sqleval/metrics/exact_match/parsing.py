@@ -1,0 +1,34 @@
+"""sqlglot parsing shared by both profiles."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import sqlglot
+from sqlglot import exp
+
+
+class SqlParseError(ValueError):
+    """sqlglot cannot parse the SQL (or, where one statement is required, finds several)."""
+
+
+def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool) -> exp.Expression:
+    """The first statement of ``sql``.
+
+    ``allow_trailing_statements`` ignores any later statement, as the official
+    Spider parser does; otherwise a second statement is an error.
+    """
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except sqlglot.errors.SqlglotError as exc:
+        raise SqlParseError(_first_line(str(exc))) from None
+    if not statements:
+        raise SqlParseError("empty SQL")
+    if len(statements) > 1 and not allow_trailing_statements:
+        raise SqlParseError(f"{len(statements)} statements; exact match compares one query")
+    return cast(exp.Expression, statements[0])
+
+
+def _first_line(message: str) -> str:
+    stripped = message.strip()
+    return stripped.splitlines()[0] if stripped else "unparseable"

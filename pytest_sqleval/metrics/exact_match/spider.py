@@ -1,0 +1,72 @@
+"""Profile ``spider``: the official Spider / test-suite-sql-eval exact set match.
+
+Semantics, reproduced from the official ``process_sql.py`` and ``evaluation.py``
+(test-suite-sql-eval, the maintained version used by the Spider, SParC and
+CoSQL leaderboards):
+
+1. Both queries are read into the official SQL dict (:mod:`.spider_sql`):
+   aliases from one pre-pass over the whole query (last mapping wins),
+   unqualified columns resolved to the first FROM table that has them,
+   double-quoted tokens read as strings, one direction for the whole ORDER BY,
+   LIMIT values dropped.
+2. Both are normalised (:mod:`.spider_normalise`): condition values become
+   ``None`` except inside FROM subqueries; DISTINCT is dropped except inside
+   WHERE and FROM subqueries; foreign-key columns are replaced by their
+   group's representative (lowest global column index) when their table is
+   in the query's FROM, never inside subqueries.
+3. The ten components and the FROM table check are compared
+   (:mod:`.components`); the prediction matches when all eleven hold. JOIN ON
+   conditions, literal values and LIMIT values are therefore ignored.
+
+A prediction the official grammar cannot read (column aliases, LEFT JOIN,
+``<>``, IS NULL, CASE, CAST, CTEs, scalar functions, arithmetic with
+constants, window functions, a joined FROM subquery, ...) is scored as the
+official script does (against an empty SQL dict, so it never matches) with
+reason ``outside_spider_grammar: <construct>``; one sqlglot cannot parse gets
+``parse_error: <message>``. A gold outside the grammar raises
+:class:`GoldOutsideGrammar` (the official script would crash), an unparseable
+gold :class:`GoldParseError`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ...schema import Schema
+from .components import spider_components
+from .options import ExactMatchOptions
+from .parsing import SqlParseError
+from .spider_normalise import normalise_spider_sql
+from .spider_sql import OutsideGrammar, SpiderSQL, empty_spider_sql, read_spider_sql
+from .spider_text import apply_value_placeholder
+from .verdict import ExactMatchVerdict, GoldOutsideGrammar, GoldParseError, verdict_from_clauses
+
+
+def spider_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: ExactMatchOptions,
+                       dialect: str) -> ExactMatchVerdict:
+    gold = normalised_gold(gold_sql, schema, dialect)
+    if options.value_placeholder:
+        pred_sql = apply_value_placeholder(pred_sql)
+    try:
+        pred = read_spider_sql(pred_sql, schema, dialect=dialect).sql
+        reason = None
+    except SqlParseError as exc:
+        pred, reason = empty_spider_sql(), f"parse_error: {exc}"
+    except OutsideGrammar as exc:
+        pred, reason = empty_spider_sql(), f"outside_spider_grammar: {exc.construct}"
+    clauses = spider_components(normalise_spider_sql(pred, schema), gold, legacy_from_check=options.legacy_from_check)
+    if reason is None:
+        return verdict_from_clauses(clauses)
+    return ExactMatchVerdict(False, clauses, reason)
+
+
+@lru_cache(maxsize=4096)
+def normalised_gold(gold_sql: str, schema: Schema, dialect: str) -> SpiderSQL:
+    """The gold's normalised SQL dict (cached: a gold is compared with many predictions)."""
+    try:
+        gold = read_spider_sql(gold_sql, schema, dialect=dialect).sql
+    except SqlParseError as exc:
+        raise GoldParseError(str(exc)) from None
+    except OutsideGrammar as exc:
+        raise GoldOutsideGrammar(exc.construct) from None
+    return normalise_spider_sql(gold, schema)

@@ -1,0 +1,190 @@
+"""Text-level behaviour of the official Spider tokenizer that a syntax tree cannot show.
+
+The official ``process_sql.tokenize`` works on the raw string: it turns every
+``'`` into ``"`` and asserts an even number of quote characters, replaces each
+quoted span by a placeholder word, lower-cases and splits the rest with NLTK's
+``word_tokenize``, and joins ``!``, ``>`` or ``<`` with a following ``=`` token.
+The consequences reproduced here, all read from sqlglot's token stream:
+
+* an odd number of quote characters (``"Men's"``) fails the assertion, and a
+  quote inside a string (``'Men''s'``) breaks the string into pieces;
+* ``! =``, ``> =`` and ``< =`` written with a space are one operator
+  (:func:`join_spaced_comparisons` rewrites them before sqlglot parses);
+* ``<>`` and ``==`` become two tokens, which the condition parser rejects;
+* NLTK splits off brackets, ``<``, ``>``, ``!``, ``*``, ``%``, ``,`` and a few
+  other characters, but never ``=``, ``+``, ``-`` or ``/``: ``Year=2014``,
+  ``name='x'`` or ``a-b`` become single tokens the parser cannot read;
+* a table alias is recognised only after the keyword ``AS`` (the alias
+  pre-pass maps the token after each ``as``), so ``FROM singer s`` fails;
+* clauses are read in the fixed order WHERE, GROUP BY, HAVING, ORDER BY,
+  LIMIT; the parser stops at the first clause out of that order. At the end of
+  the statement the rest is silently ignored (``GROUP BY a WHERE b`` loses its
+  WHERE); inside a subquery or before a set operation the parse fails
+  (:func:`read_clause_order`).
+
+test-suite-sql-eval also rewrites every prediction with
+``replace("value", "1")`` before parsing (a placeholder convention of old
+SParC/CoSQL baselines); :func:`apply_value_placeholder` reproduces it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.tokens import Token, TokenType
+
+#: Characters NLTK's word_tokenize always splits off (so they separate tokens).
+_NLTK_SEPARATORS = frozenset("()[]{}<>!?*%;@#$&,")
+#: Operator tokens that sqlglot accepts but the official tokenizer splits in two.
+_SPLIT_OPERATORS = ("<>", "==")
+#: Operators NLTK never splits off: they must stand between separators.
+_GLUEABLE = {TokenType.EQ: "both", TokenType.GTE: "right", TokenType.LTE: "right", TokenType.NEQ: "right",
+             TokenType.PLUS: "both", TokenType.SLASH: "both", TokenType.DASH: "both"}
+_OPERAND_TOKENS = frozenset({TokenType.VAR, TokenType.NUMBER, TokenType.STRING, TokenType.IDENTIFIER,
+                             TokenType.R_PAREN, TokenType.STAR})
+_JOINABLE_PREFIXES = ("!", ">", "<")
+_CLAUSE_RANKS = {TokenType.WHERE: ("where", 1), TokenType.GROUP_BY: ("group", 2), TokenType.HAVING: ("having", 3),
+                 TokenType.ORDER_BY: ("order", 4), TokenType.LIMIT: ("limit", 5)}
+_SET_OPERATOR_TOKENS = frozenset({TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT})
+
+Segment = list[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class ClauseOrder:
+    """Clauses the official parser never reaches at the end of the statement, and whether it fails elsewhere."""
+
+    dropped_at_end: tuple[str, ...] = ()
+    misplaced_elsewhere: bool = False
+
+
+def apply_value_placeholder(sql: str) -> str:
+    """test-suite-sql-eval's literal text rewrite of every prediction (official quirk, on purpose)."""
+    return sql.replace("value", "1")
+
+
+def join_spaced_comparisons(sql: str, dialect: str) -> str:
+    """``a ! = b`` -> ``a != b``: the official tokenizer joins the two tokens across spaces."""
+    tokens = _tokens(sql, dialect)
+    cuts = [
+        (first.end + 1, second.start)
+        for first, second in pairwise(tokens)
+        if first.text in _JOINABLE_PREFIXES and second.text == "=" and second.start > first.end + 1
+        and not sql[first.end + 1 : second.start].strip()
+    ]
+    for start, end in reversed(cuts):
+        sql = sql[:start] + sql[end:]
+    return sql
+
+
+def tokenizer_objection(sql: str, dialect: str) -> str | None:
+    """The construct name when the official tokenizer/parser would reject ``sql`` for a text reason."""
+    if sum(1 for char in sql if char in "'\"") % 2:
+        return "unbalanced_quotes"
+    tokens = _tokens(sql, dialect)
+    for index, token in enumerate(tokens):
+        if token.text in _SPLIT_OPERATORS:
+            return token.text
+        if token.token_type is TokenType.STRING and _quote_inside(sql, token):
+            return "quote_inside_string"
+        if _glued(sql, tokens, index):
+            return "operator_without_spaces"
+    return None
+
+
+def read_clause_order(sql: str, dialect: str) -> ClauseOrder:
+    """Where the clause keywords of every SELECT of ``sql`` break the official reading order."""
+    top: list[Segment] = [[]]
+    stack: list[list[Segment] | None] = [top]
+    closed: list[list[Segment]] = []
+    tokens = _tokens(sql, dialect)
+    for index, token in enumerate(tokens):
+        if token.token_type is TokenType.SEMICOLON and len(stack) == 1:
+            break  # statements after the first are never read
+        if token.token_type is TokenType.L_PAREN:
+            opens_query = index + 1 < len(tokens) and tokens[index + 1].token_type is TokenType.SELECT
+            stack.append([[]] if opens_query else None)
+        elif token.token_type is TokenType.R_PAREN and len(stack) > 1:
+            context = stack.pop()
+            if context is not None:
+                closed.append(context)
+        else:
+            _record_clause(next(c for c in reversed(stack) if c is not None), token)
+    inner_segments = [segment for context in closed for segment in context] + top[:-1]
+    return ClauseOrder(
+        dropped_at_end=tuple(_unread_clauses(top[-1])),
+        misplaced_elsewhere=any(_unread_clauses(segment) for segment in inner_segments),
+    )
+
+
+def _record_clause(context: list[Segment], token: Token) -> None:
+    if token.token_type in _SET_OPERATOR_TOKENS:
+        context.append([])
+    elif token.token_type in _CLAUSE_RANKS:
+        context[-1].append(_CLAUSE_RANKS[token.token_type])
+
+
+def _unread_clauses(segment: Segment) -> list[str]:
+    """The clauses from the first one out of order on: the official parser never reads them."""
+    rank = 0
+    for position, (_, clause_rank) in enumerate(segment):
+        if clause_rank <= rank:
+            return [name for name, _ in segment[position:]]
+        rank = clause_rank
+    return []
+
+
+def written_in_double_quotes(sql: str, identifier: exp.Identifier) -> bool:
+    """A quoted identifier written ``"x"`` (a string value to the official parser), not ``[x]`` or `` `x` ``."""
+    start = identifier.meta.get("start")
+    return identifier.quoted and start is not None and sql[start : start + 1] == '"'
+
+
+def alias_written_with_as(sql: str, name: exp.Identifier, alias: exp.Identifier) -> bool:
+    """Whether the text between a table name and its alias is the keyword ``AS``."""
+    end = name.meta.get("end")
+    start = alias.meta.get("start")
+    if end is None or start is None:
+        return True
+    return sql[end + 1 : start].strip().lower() == "as"
+
+
+def _tokens(sql: str, dialect: str) -> list[Token]:
+    try:
+        return sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    except sqlglot.errors.TokenError:
+        return []  # the parser reports it
+
+
+def _glued(sql: str, tokens: list[Token], index: int) -> bool:
+    """Whether NLTK would leave this operator stuck to a neighbouring word."""
+    token = tokens[index]
+    sides = _GLUEABLE.get(token.token_type)
+    if sides is None:
+        return False
+    if token.token_type is TokenType.DASH and _is_sign(tokens, index):
+        return False
+    right_glued = not _separates(sql, token.end + 1)
+    left_glued = not _separates(sql, token.start - 1)
+    return right_glued or (sides == "both" and left_glued)
+
+
+def _quote_inside(sql: str, token: Token) -> bool:
+    inner = sql[token.start + 1 : token.end]
+    return "'" in inner or '"' in inner
+
+
+def _is_sign(tokens: list[Token], index: int) -> bool:
+    """A unary minus stays with its number (``-1``), which the official parser reads as a float."""
+    previous = tokens[index - 1] if index else None
+    return previous is None or previous.token_type not in _OPERAND_TOKENS
+
+
+def _separates(sql: str, position: int) -> bool:
+    if position < 0 or position >= len(sql):
+        return True
+    char = sql[position]
+    return char.isspace() or char in _NLTK_SEPARATORS

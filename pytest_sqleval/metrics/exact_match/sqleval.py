@@ -1,0 +1,93 @@
+"""Profile ``sqleval`` (default): Spider's clause decomposition without the official shortcuts.
+
+Any SQL that sqlglot parses is compared; names are resolved per scope and
+normalised as described in :mod:`.sqleval_shape`. Components (all must hold):
+
+================  ==========================================================================
+select            SELECT items, as a multiset (order-free; aliases dropped)
+select_no_agg     SELECT items with a top-level aggregate unwrapped, multiset
+distinct          the SELECT's own DISTINCT (DISTINCT inside aggregates and subqueries
+                  counts through the expressions and subquery shapes)
+from              FROM sources (tables, subqueries by content) and join kinds, multisets;
+                  ``JOIN`` = ``INNER JOIN``, a comma = ``CROSS JOIN``
+join_on           ON conditions, split at AND, as a multiset of normalised conditions
+                  (``a = b`` same as ``b = a``; USING (k) reads as ``l.k = r.k``)
+where             the WHERE condition, normalised (AND/OR operands sorted, comparisons
+                  oriented), so precedence counts but operand order does not
+where_no_op       the left side of every WHERE condition, multiset
+and_or            the set of WHERE connectors
+group_no_having   GROUP BY expressions, multiset (``GROUP BY 1`` and SELECT aliases resolved)
+group             GROUP BY expressions and the normalised HAVING condition
+order             ORDER BY keys in order, each with its own direction (ASC when unwritten)
+limit             LIMIT and OFFSET values
+iuen              set operations after the first SELECT, in written order, each operand
+                  compared whole (operands are not commuted; UNION ALL differs from UNION)
+keywords          where, group, having, order, asc/desc, limit, the set operations,
+                  and or/not/in/like in ON, WHERE and HAVING
+================  ==========================================================================
+
+Literal values are compared (numbers by value, strings case-sensitively); with
+``values: ignore`` every literal outside LIMIT/OFFSET counts as equal to any
+other. Columns equated by an inner-join ON condition are interchangeable
+within their SELECT; schema foreign keys are not used. ORDER BY / LIMIT after a
+set operation belong to the whole compound query.
+
+A prediction sqlglot cannot parse scores 0 with reason ``parse_error: ...``; a
+gold it cannot parse raises :class:`GoldParseError`.
+"""
+
+from __future__ import annotations
+
+from ...schema import Schema
+from .options import ExactMatchOptions
+from .parsing import SqlParseError, parse_statement
+from .sqleval_shape import QueryShape, ShapeBuilder
+from .verdict import ExactMatchVerdict, GoldParseError, verdict_from_clauses
+
+#: Component -> the QueryShape fields it compares.
+COMPONENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "select": ("select",),
+    "select_no_agg": ("select_no_agg",),
+    "where": ("where",),
+    "where_no_op": ("where_lhs",),
+    "group_no_having": ("group",),
+    "group": ("group", "having"),
+    "order": ("order",),
+    "and_or": ("where_connectors",),
+    "iuen": ("set_ops",),
+    "keywords": ("keywords",),
+    "from": ("sources", "join_kinds"),
+    "join_on": ("join_on",),
+    "limit": ("limit",),
+    "distinct": ("distinct",),
+}
+
+
+def sqleval_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: ExactMatchOptions,
+                        dialect: str) -> ExactMatchVerdict:
+    ignore_values = options.values == "ignore"
+    try:
+        gold = query_shape(gold_sql, schema, dialect, ignore_values=ignore_values)
+    except SqlParseError as exc:
+        raise GoldParseError(str(exc)) from None
+    try:
+        pred = query_shape(pred_sql, schema, dialect, ignore_values=ignore_values)
+    except SqlParseError as exc:
+        return ExactMatchVerdict(False, {}, f"parse_error: {exc}")
+    return verdict_from_clauses(shape_components(pred, gold))
+
+
+def query_shape(sql: str, schema: Schema, dialect: str, *, ignore_values: bool = False) -> QueryShape:
+    """The shape of the one query in ``sql``; raises ``SqlParseError``."""
+    tree = parse_statement(sql, dialect, allow_trailing_statements=False)
+    try:
+        return ShapeBuilder(schema, sql, dialect, ignore_values=ignore_values).query(tree)
+    except ValueError as exc:
+        raise SqlParseError(str(exc)) from None
+
+
+def shape_components(pred: QueryShape, gold: QueryShape) -> dict[str, bool]:
+    return {
+        name: all(getattr(pred, f) == getattr(gold, f) for f in fields)
+        for name, fields in COMPONENT_FIELDS.items()
+    }

@@ -1,0 +1,537 @@
+"""The clause-by-clause shape of any query sqlglot parses, with names resolved per scope.
+
+A :class:`QueryShape` holds, for one query, one alias-free comparable value
+per component (see :mod:`.sqleval` for what each component compares). It is
+built from the sqlglot tree:
+
+* **Columns** resolve per scope (each SELECT, innermost first, then outer
+  scopes for correlated references): ``alias.col`` through that scope's
+  aliases, an unqualified column to the FROM source that has it (tables through
+  the schema, subqueries and CTEs through their output names), a SELECT alias
+  (a name no FROM source has) to the aliased expression, ``ORDER BY 1`` /
+  ``GROUP BY 1`` to the first SELECT item. A column is written ``table.column``; a table used
+  twice in one FROM (self-join) is numbered in FROM order (``t#1``, ``t#2``); a
+  FROM subquery or CTE is named by a digest of its own shape, so neither alias
+  names nor CTE names matter.
+* **Join equivalence**: inside one SELECT, two columns equated by an inner-join
+  ON condition (``JOIN ... ON a.x = b.y``) are interchangeable everywhere else
+  in that SELECT (they are equal in every row); the alphabetically first name
+  represents them. Foreign keys of the schema are *not* used, so two different
+  columns that reference the same key are never merged.
+* **Expressions** become canonical strings: a generic serialisation of the
+  tree (parentheses only through the tree's structure), numbers compared by
+  value (``1`` = ``1.0``), strings case-sensitive, literal values replaced by
+  ``?`` under ``values: ignore``. Conditions are normalised: AND/OR chains are
+  flattened and their operands sorted, ``a = b`` equals ``b = a``, ``5 < a``
+  equals ``a > 5``, ``a NOT LIKE b`` equals ``NOT a LIKE b``.
+* **Double-quoted strings**: under the ``sqlite`` dialect ``"x"`` that names
+  no column in scope is the string ``'x'``, as SQLite itself reads it.
+* **Subqueries** (in conditions, FROM, CTEs) are compared whole, by the digest
+  of their shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass, field
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from ...schema import Schema
+from .spider_text import written_in_double_quotes
+
+_MIRRORED: dict[type[exp.Expression], type[exp.Expression]] = {
+    exp.GT: exp.LT, exp.LT: exp.GT, exp.GTE: exp.LTE, exp.LTE: exp.GTE,
+}
+_SYMMETRIC = (exp.EQ, exp.NEQ, exp.NullSafeEQ)
+_AGGREGATES = (exp.AggFunc,)
+_QUERIES = (exp.Select, exp.SetOperation, exp.Subquery)
+_SET_OPERATIONS = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    """One comparable value per component; multisets are sorted tuples."""
+
+    select: tuple[str, ...]
+    select_no_agg: tuple[str, ...]
+    distinct: str
+    sources: tuple[str, ...]
+    join_kinds: tuple[str, ...]
+    join_on: tuple[str, ...]
+    where: str
+    where_lhs: tuple[str, ...]
+    where_connectors: tuple[str, ...]
+    group: tuple[str, ...]
+    having: str
+    order: tuple[tuple[str, str], ...]
+    limit: str
+    set_ops: tuple[tuple[str, str], ...]
+    keywords: tuple[str, ...]
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha1(repr(astuple(self)).encode()).hexdigest()[:16]
+
+
+@dataclass
+class _Source:
+    identity: str  # the canonical name of this FROM source
+    columns: tuple[str, ...] | None  # None: unknown (table missing from the schema)
+    names: tuple[str, ...]  # alias or table name it is referred to by
+
+
+@dataclass
+class _Scope:
+    sources: list[_Source]
+    select_aliases: dict[str, exp.Expression] = field(default_factory=dict)
+    select_items: list[exp.Expression] = field(default_factory=list)
+    equivalent: dict[str, str] = field(default_factory=dict)
+
+
+def sorted_tuple(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(items))
+
+
+class ShapeBuilder:
+    """Builds the shapes of one statement (``text``); ``ignore_values`` replaces literals by ``?``."""
+
+    def __init__(self, schema: Schema, text: str, dialect: str, *, ignore_values: bool) -> None:
+        self.schema = schema
+        self.text = text
+        self.sqlite = dialect == "sqlite"
+        self.ignore_values = ignore_values
+
+    # -- queries --------------------------------------------------------------------
+    def query(self, node: exp.Expression, outer: tuple[_Scope, ...] = (), ctes: dict[str, _Source] | None = None) -> QueryShape:
+        ctes = dict(ctes or {})
+        while isinstance(node, exp.Subquery):
+            node = node.this
+        with_ = node.args.get("with_")
+        if with_ is not None:
+            for cte in with_.expressions:
+                shape = self.query(cte.this, outer, ctes)
+                ctes[cte.alias_or_name.lower()] = _Source(f"({shape.digest})", _output_names(cte.this), ())
+        if isinstance(node, exp.SetOperation):
+            return self._set_operation(node, outer, ctes)
+        if isinstance(node, exp.Select):
+            return self._select(node, outer, ctes)
+        raise ValueError(f"not a query: {node.key}")
+
+    def _set_operation(self, node: exp.SetOperation, outer: tuple[_Scope, ...], ctes: dict[str, _Source]) -> QueryShape:
+        operands, operators = _flatten_set_operation(node)
+        head = operands[0]
+        trailing = {key: node.args[key] for key in ("order", "limit", "offset") if node.args.get(key) is not None}
+        head_shape = self._select(head, outer, ctes, trailing) if isinstance(head, exp.Select) else self.query(head, outer, ctes)
+        rest = tuple((op, self.query(operand, outer, ctes).digest) for op, operand in zip(operators, operands[1:], strict=True))
+        keywords = sorted_tuple(set(head_shape.keywords) | {op.split()[0] for op, _ in rest})
+        return _replace(head_shape, set_ops=rest, keywords=keywords)
+
+    def _select(self, select: exp.Select, outer: tuple[_Scope, ...], ctes: dict[str, _Source],
+                trailing: dict[str, exp.Expression] | None = None) -> QueryShape:
+        args = {**select.args, **(trailing or {})}
+        scope = _Scope(sources=[])
+        keys = _Keys(self, (scope, *outer), ctes)
+        joins = self._from(args.get("from_"), args.get("joins") or [], scope, outer, ctes)
+        on_conditions = [on for _, on in joins if on is not None]
+        join_on = sorted_tuple(key for on in on_conditions for key in keys.conjuncts(on))
+        scope.equivalent = _join_equivalence([on for kind, on in joins if kind == "inner" and on is not None], keys)
+        items = list(args.get("expressions") or [])
+        scope.select_items = [_unalias(item) for item in items]
+        scope.select_aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
+        where = _clause_condition(args.get("where"))
+        having = _clause_condition(args.get("having"))
+        group = args.get("group")
+        order = args.get("order")
+        order_keys = tuple((keys.expression(o.this, ordering=True), "desc" if o.args.get("desc") else "asc")
+                           for o in (order.expressions if order is not None else []))
+        shape = QueryShape(
+            select=sorted_tuple(keys.expression(item) for item in scope.select_items),
+            select_no_agg=sorted_tuple(keys.expression(_unaggregate(item)) for item in scope.select_items),
+            distinct=keys.expression(args.get("distinct")) if args.get("distinct") is not None else "",
+            sources=sorted_tuple(source.identity.split("#")[0] for source in scope.sources),
+            join_kinds=sorted_tuple(kind for kind, _ in joins),
+            join_on=join_on,
+            where=keys.condition(where) if where is not None else "",
+            where_lhs=sorted_tuple(keys.left_side(atom) for atom in _atoms(where)),
+            where_connectors=sorted_tuple(set(_connectors(where))),
+            group=sorted_tuple(keys.expression(e, ordering=True) for e in (group.expressions if group is not None else [])),
+            having=keys.condition(having) if having is not None else "",
+            order=order_keys,
+            limit=self._limit(args, keys),
+            set_ops=(),
+            keywords=(),
+        )
+        return _replace(shape, keywords=_keywords(shape, [c for c in (*on_conditions, where, having) if c is not None]))
+
+    def _limit(self, args: dict, keys: _Keys) -> str:
+        limit, offset = args.get("limit"), args.get("offset")
+        if limit is None and offset is None:
+            return ""
+        parts = [keys.expression(node.expression, literal_values=True) if node is not None else "" for node in (limit, offset)]
+        return "limit " + " offset ".join(parts)
+
+    # -- FROM -----------------------------------------------------------------------
+    def _from(self, from_: exp.From | None, joins: list[exp.Join], scope: _Scope,
+              outer: tuple[_Scope, ...], ctes: dict[str, _Source]) -> list[tuple[str, exp.Expression | None]]:
+        """Fills the scope's sources; returns (join kind, ON condition or None) per join."""
+        if from_ is None:
+            return []
+        for node in [from_.this, *[join.this for join in joins]]:
+            scope.sources.append(self._source(node, outer, ctes))
+        _number_repeated(scope.sources)
+        return [(_join_kind(join), _join_condition(join, scope.sources[:index], scope.sources[index]))
+                for index, join in enumerate(joins, start=1)]
+
+    def _source(self, node: exp.Expression, outer: tuple[_Scope, ...], ctes: dict[str, _Source]) -> _Source:
+        alias = node.alias.lower() if node.alias else ""
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+            name = node.name.lower()
+            if name in ctes and not node.args.get("db"):
+                cte = ctes[name]
+                return _Source(cte.identity, cte.columns, (alias or name,))
+            table = self.schema.table(name)
+            columns = tuple(c.lower() for c in table.columns) if table is not None else None
+            return _Source(name, columns, (alias or name,))
+        if isinstance(node, exp.Subquery):
+            shape = self.query(node.this, outer, ctes)
+            return _Source(f"({shape.digest})", _output_names(node.this), (alias,) if alias else ())
+        return _Source(f"{node.key}:{node.sql().lower()}", None, (alias,) if alias else ())
+
+
+class _Keys:
+    """Canonical strings for the expressions of one scope."""
+
+    def __init__(self, builder: ShapeBuilder, scopes: tuple[_Scope, ...], ctes: dict[str, _Source]) -> None:
+        self.builder = builder
+        self.scopes = scopes
+        self.ctes = ctes
+        self._resolving: set[str] = set()
+
+    # -- columns --------------------------------------------------------------------
+    def column(self, node: exp.Column, *, raw: bool = False) -> str:
+        """``table.column`` (or ``(digest).column``); ``raw`` skips the join equivalence."""
+        if isinstance(node.this, exp.Star):
+            qualifier = node.table.lower()
+            source = self._source_named(qualifier) if qualifier else None
+            return f"{source.identity if source else qualifier}.*"
+        name = node.name.lower()
+        resolved = self._qualified(node.table.lower(), name) if node.table else self._unqualified(name)
+        return resolved if raw else self.scopes[0].equivalent.get(resolved, resolved)
+
+    def _select_alias(self, node: exp.Column) -> exp.Expression | None:
+        """The SELECT item an unqualified name stands for (SQLite allows aliases anywhere), if no column has it."""
+        if node.table or isinstance(node.this, exp.Star):
+            return None
+        name = node.name.lower()
+        target = self.scopes[0].select_aliases.get(name)
+        if target is None or name in self._resolving or self._has_column(name):
+            return None
+        return target
+
+    def _aliased_expression(self, name: str, target: exp.Expression) -> str:
+        self._resolving.add(name)
+        try:
+            return self.expression(target)
+        finally:
+            self._resolving.discard(name)
+
+    def _source_named(self, qualifier: str) -> _Source | None:
+        for scope in self.scopes:
+            for source in scope.sources:
+                if qualifier in source.names:
+                    return source
+        return None
+
+    def _qualified(self, qualifier: str, name: str) -> str:
+        source = self._source_named(qualifier)
+        return f"{source.identity if source else qualifier}.{name}"
+
+    def _has_column(self, name: str) -> bool:
+        return any(source.columns and name in source.columns for source in self.scopes[0].sources)
+
+    def _unqualified(self, name: str) -> str:
+        for scope in self.scopes:
+            for source in scope.sources:
+                if source.columns is not None and name in source.columns:
+                    return f"{source.identity}.{name}"
+            unknown = [s for s in scope.sources if s.columns is None]
+            if len(scope.sources) == 1 and unknown:
+                return f"{unknown[0].identity}.{name}"
+        return f"?.{name}"
+
+    # -- expressions ----------------------------------------------------------------
+    def expression(self, node: exp.Expression | None, *, ordering: bool = False, literal_values: bool = False,
+                   raw: bool = False) -> str:
+        if node is None:
+            return ""
+        if isinstance(node, exp.Paren):
+            return self.expression(node.this, ordering=ordering, literal_values=literal_values, raw=raw)
+        if isinstance(node, exp.Column):
+            if self._string_in_double_quotes(node):
+                return self._string_key(node.name, keep=literal_values)
+            alias_target = self._select_alias(node)
+            if alias_target is not None:
+                return self._aliased_expression(node.name.lower(), alias_target)
+            return "col:" + self.column(node, raw=raw)
+        if isinstance(node, exp.Star):
+            return "*"
+        if ordering and _is_integer(node) and self.scopes[0].select_items:
+            position = int(node.this) - 1
+            if 0 <= position < len(self.scopes[0].select_items):
+                return self.expression(self.scopes[0].select_items[position])
+        if isinstance(node, exp.Literal) or (isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)):
+            return self._literal(node, keep=literal_values)
+        if isinstance(node, _QUERIES):
+            return "query:" + self.builder.query(node, self.scopes, self.ctes).digest
+        if isinstance(node, exp.Identifier):
+            return node.name.lower()
+        if _is_condition(node):
+            return self.condition(node)
+        return self._generic(node, raw=raw)
+
+    def _generic(self, node: exp.Expression, *, raw: bool = False) -> str:
+        name = f"fn:{str(node.this).lower()}" if isinstance(node, exp.Anonymous) else node.key
+        parts = []
+        for arg, value in node.args.items():
+            if isinstance(node, exp.Anonymous) and arg == "this":
+                continue
+            if value is None or value is False or value == []:
+                continue
+            if isinstance(value, list):
+                parts.append(f"{arg}=[{','.join(self.expression(v, raw=raw) for v in value)}]")
+            elif isinstance(value, exp.Expression):
+                parts.append(f"{arg}={self.expression(value, raw=raw)}")
+            else:
+                parts.append(f"{arg}={str(value).lower()}")
+        return f"{name}({';'.join(parts)})"
+
+    def _string_in_double_quotes(self, node: exp.Column) -> bool:
+        """SQLite reads ``"x"`` as the string 'x' when no column of that name is in scope."""
+        if not self.builder.sqlite or node.table or not written_in_double_quotes(self.builder.text, node.this):
+            return False
+        return self._unqualified(node.name.lower()).startswith("?.")
+
+    def _string_key(self, text: str, *, keep: bool) -> str:
+        return "lit:?" if self.builder.ignore_values and not keep else f"str:{text}"
+
+    def _literal(self, node: exp.Expression, *, keep: bool) -> str:
+        negative = isinstance(node, exp.Neg)
+        literal = node.this if negative else node
+        if literal.is_string:
+            return self._string_key(literal.this, keep=keep)
+        if self.builder.ignore_values and not keep:
+            return "lit:?"
+        try:
+            number = Decimal(literal.this) * (-1 if negative else 1)
+            return f"num:{number.normalize()}"
+        except InvalidOperation:
+            return f"num:{'-' if negative else ''}{literal.this}"
+
+    # -- conditions -----------------------------------------------------------------
+    def condition(self, node: exp.Expression, *, raw: bool = False) -> str:
+        node = _strip_parens(node)
+        if isinstance(node, (exp.And, exp.Or)):
+            name = "and" if isinstance(node, exp.And) else "or"
+            return f"{name}[{','.join(sorted(self.condition(c, raw=raw) for c in _chain(node, type(node))))}]"
+        if isinstance(node, exp.Not):
+            return f"not({self.condition(node.this, raw=raw)})"
+        if node.args.get("negate"):
+            positive = node.copy()
+            positive.set("negate", None)
+            return f"not({self.condition(positive, raw=raw)})"
+        if isinstance(node, _SYMMETRIC):
+            sides = sorted((self.expression(node.this, raw=raw), self.expression(node.expression, raw=raw)))
+            return f"{node.key}({sides[0]},{sides[1]})"
+        if type(node) in _MIRRORED:
+            left, right = self.expression(node.this, raw=raw), self.expression(node.expression, raw=raw)
+            mirrored = _MIRRORED[type(node)].key
+            return min(f"{node.key}({left},{right})", f"{mirrored}({right},{left})")
+        return self._generic(node, raw=raw)
+
+    def conjuncts(self, node: exp.Expression) -> list[str]:
+        """The AND-ed parts of an ON condition, with columns as written (before join equivalence)."""
+        node = _strip_parens(node)
+        if isinstance(node, exp.And):
+            return [key for part in _chain(node, exp.And) for key in self.conjuncts(part)]
+        return [self.condition(node, raw=True)]
+
+    def left_side(self, atom: exp.Expression) -> str:
+        atom = _strip_parens(atom)
+        while isinstance(atom, exp.Not):
+            atom = _strip_parens(atom.this)
+        if isinstance(atom, exp.Exists):
+            return "exists"
+        if isinstance(atom, (exp.Predicate, exp.Binary)) and atom.this is not None:
+            left, right = atom.this, atom.args.get("expression")
+            if _is_literal(left) and right is not None and not _is_literal(right):
+                return self.expression(right)  # ``5 < age`` has ``age`` on its left once oriented
+            return self.expression(left)
+        return self.expression(atom)
+
+
+# -- helpers -------------------------------------------------------------------------
+def _clause_condition(clause: exp.Expression | None) -> exp.Expression | None:
+    return clause.this if clause is not None else None
+
+
+def _replace(shape: QueryShape, **changes) -> QueryShape:
+    values = {name: getattr(shape, name) for name in QueryShape.__dataclass_fields__}
+    values.update(changes)
+    return QueryShape(**values)
+
+
+def _flatten_set_operation(node: exp.Expression) -> tuple[list[exp.Expression], list[str]]:
+    if isinstance(node, exp.SetOperation):
+        left, left_ops = _flatten_set_operation(node.this)
+        right, right_ops = _flatten_set_operation(node.expression)
+        op = _SET_OPERATIONS.get(type(node), node.key)
+        if node.args.get("distinct") is False:
+            op += " all"
+        return left + right, left_ops + [op] + right_ops
+    return [node], []
+
+
+def _output_names(node: exp.Expression) -> tuple[str, ...]:
+    while isinstance(node, exp.Subquery):
+        node = node.this
+    if isinstance(node, exp.SetOperation):
+        return _output_names(node.this)
+    if not isinstance(node, exp.Select):
+        return ()
+    return tuple(item.alias_or_name.lower() for item in node.expressions)
+
+
+def _number_repeated(sources: list[_Source]) -> None:
+    counts = Counter(source.identity for source in sources)
+    seen: Counter[str] = Counter()
+    for source in sources:
+        if counts[source.identity] > 1:
+            seen[source.identity] += 1
+            source.identity = f"{source.identity}#{seen[source.identity]}"
+
+
+def _join_kind(join: exp.Join) -> str:
+    parts = [str(join.args.get(key) or "").lower() for key in ("method", "side", "kind")]
+    words = [p for p in parts if p and p not in ("inner", "outer")]
+    return " ".join(words) or "inner"
+
+
+def _join_condition(join: exp.Join, previous: list[_Source], joined: _Source) -> exp.Expression | None:
+    """The ON condition (sqlglot writes a bare JOIN as ON TRUE); USING (k) becomes ``left.k = right.k``."""
+    on = join.args.get("on")
+    if isinstance(on, exp.Boolean) and on.this is True:
+        on = None
+    equalities = []
+    for identifier in join.args.get("using") or []:
+        name = identifier.name.lower()
+        left = next((s for s in previous if s.columns is None or name in s.columns), None)
+        if left is not None and left.names and joined.names:
+            equalities.append(exp.EQ(this=exp.column(name, left.names[0]), expression=exp.column(name, joined.names[0])))
+    for equality in equalities:
+        on = equality if on is None else exp.And(this=on, expression=equality)
+    return on
+
+
+def _join_equivalence(on_conditions: list[exp.Expression], keys: _Keys) -> dict[str, str]:
+    """Columns equated by inner-join ON conditions -> the alphabetically first of their group."""
+    parent: dict[str, str] = {}
+
+    def find(name: str) -> str:
+        while parent.get(name, name) != name:
+            name = parent[name]
+        return name
+
+    for condition in on_conditions:
+        for atom in _chain(_strip_parens(condition), exp.And):
+            atom = _strip_parens(atom)
+            if isinstance(atom, exp.EQ) and isinstance(atom.this, exp.Column) and isinstance(atom.expression, exp.Column):
+                a, b = find(keys.column(atom.this, raw=True)), find(keys.column(atom.expression, raw=True))
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    return {name: find(name) for name in parent}
+
+
+def _chain(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
+    node = _strip_parens(node)
+    if isinstance(node, kind):
+        return _chain(node.this, kind) + _chain(node.expression, kind)
+    return [node]
+
+
+def _atoms(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    node = _strip_parens(node)
+    if isinstance(node, (exp.And, exp.Or)):
+        return _atoms(node.this) + _atoms(node.expression)
+    return [node]
+
+
+def _connectors(node: exp.Expression | None) -> list[str]:
+    if node is None:
+        return []
+    node = _strip_parens(node)
+    if isinstance(node, (exp.And, exp.Or)):
+        own = "and" if isinstance(node, exp.And) else "or"
+        return _connectors(node.this) + [own] + _connectors(node.expression)
+    if isinstance(node, exp.Not):
+        return _connectors(node.this)
+    return []
+
+
+def _keywords(shape: QueryShape, conditions: list[exp.Expression]) -> tuple[str, ...]:
+    found = {name for name, present in (
+        ("where", shape.where), ("group", shape.group), ("having", shape.having),
+        ("order", shape.order), ("limit", shape.limit),
+    ) if present}
+    found.update(direction for _, direction in shape.order)
+    for condition in conditions:
+        for node in _outside_subqueries(condition):
+            if isinstance(node, exp.Or):
+                found.add("or")
+            if isinstance(node, exp.Not) or node.args.get("negate"):
+                found.add("not")
+            if isinstance(node, exp.In):
+                found.add("in")
+            if isinstance(node, exp.Like):
+                found.add("like")
+    return sorted_tuple(found)
+
+
+def _outside_subqueries(node: exp.Expression) -> Iterable[exp.Expression]:
+    yield node
+    for child in node.iter_expressions():
+        if not isinstance(child, _QUERIES):
+            yield from _outside_subqueries(child)
+
+
+def _unalias(node: exp.Expression) -> exp.Expression:
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+def _unaggregate(node: exp.Expression) -> exp.Expression:
+    node = _strip_parens(node)
+    return node.this if isinstance(node, _AGGREGATES) and node.this is not None else node
+
+
+def _strip_parens(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _is_condition(node: exp.Expression) -> bool:
+    return isinstance(node, (exp.Connector, exp.Not, exp.Predicate))
+
+
+def _is_literal(node: exp.Expression) -> bool:
+    node = _strip_parens(node)
+    return isinstance(node, exp.Literal) or (isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal))
+
+
+def _is_integer(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()

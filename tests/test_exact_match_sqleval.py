@@ -1,0 +1,184 @@
+"""Profile ``sqleval``: the clause decomposition without the official shortcuts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_sqleval.metrics.exact_match import GoldParseError, exact_match
+from pytest_sqleval.metrics.exact_match.verdict import SPIDER_CLAUSES, SQLEVAL_EXTRA_CLAUSES
+from pytest_sqleval.schema import Schema
+
+SCHEMA = Schema.from_spider_tables(Path(__file__).parent / "fixtures" / "exact_match" / "tables.json", "concerts")
+
+
+def sqleval(gold: str, pred: str, **options):
+    return exact_match(gold, pred, SCHEMA, profile={"profile": "sqleval", **options})
+
+
+def failing(verdict) -> set[str]:
+    return {name for name, ok in verdict.clauses.items() if not ok}
+
+
+def test_default_profile_is_sqleval_with_extra_clauses():
+    verdict = exact_match("SELECT name FROM singer", "SELECT name FROM singer", SCHEMA)
+    assert verdict.match and verdict.reason is None
+    assert set(verdict.clauses) == set(SPIDER_CLAUSES) | set(SQLEVAL_EXTRA_CLAUSES)
+
+
+def test_mismatch_reason_names_the_clauses():
+    verdict = sqleval("SELECT name FROM singer", "SELECT age FROM singer")
+    assert verdict.reason == "clauses differ: select, select_no_agg"
+
+
+# -- names and scopes ------------------------------------------------------------------------
+def test_alias_names_do_not_matter():
+    gold = "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.year"
+    assert sqleval(gold, "SELECT s.name FROM singer s JOIN concert c ON s.singer_id = c.year").match
+    assert sqleval(gold, "SELECT singer.name FROM singer JOIN concert ON singer.singer_id = concert.year").match
+
+
+def test_reused_alias_resolves_per_scope():
+    gold = "SELECT T1.name FROM singer AS T1 WHERE T1.name IN (SELECT T2.name FROM concert AS T2)"
+    assert sqleval(gold, "SELECT T1.name FROM singer AS T1 WHERE T1.name IN (SELECT T1.name FROM concert AS T1)").match
+    assert not sqleval(gold, "SELECT T1.name FROM singer AS T1 WHERE T1.name IN (SELECT T2.name FROM stadium AS T2)").match
+
+
+def test_unqualified_columns_resolve_to_the_table_that_has_them():
+    gold = "SELECT T2.year FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.concert_id"
+    assert sqleval(gold, "SELECT year FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.concert_id").match
+
+
+def test_self_join_instances_are_numbered_in_from_order():
+    gold = "SELECT a.name FROM singer AS a JOIN singer AS b ON a.singer_id = b.age"
+    assert sqleval(gold, "SELECT x.name FROM singer AS x JOIN singer AS y ON x.singer_id = y.age").match
+    verdict = sqleval(gold, "SELECT b.name FROM singer AS a JOIN singer AS b ON a.singer_id = b.age")
+    assert "select" in failing(verdict)
+    assert failing(sqleval(gold, "SELECT a.name FROM singer AS a")) >= {"from", "join_on"}
+
+
+def test_select_alias_and_position_resolve_in_order_group_by_and_having():
+    gold = "SELECT country, count(*) FROM singer GROUP BY country HAVING count(*) > 1 ORDER BY count(*) DESC"
+    assert sqleval(gold, "SELECT country, count(*) AS n FROM singer GROUP BY 1 HAVING n > 1 ORDER BY n DESC").match
+    assert not sqleval(gold, "SELECT country, count(*) AS n FROM singer GROUP BY 1 HAVING n > 1 ORDER BY 1 DESC").match
+
+
+def test_cte_and_from_subquery_are_compared_by_content():
+    gold = "SELECT count(*) FROM (SELECT name FROM singer WHERE age > 20) AS t"
+    assert sqleval(gold, "WITH older AS (SELECT name FROM singer WHERE age > 20) SELECT count(*) FROM older").match
+    assert "from" in failing(sqleval(gold, "SELECT count(*) FROM (SELECT name FROM singer WHERE age > 21) AS t"))
+
+
+# -- clauses -------------------------------------------------------------------------------------
+def test_nested_subquery_is_compared_whole_with_values():
+    gold = "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer WHERE country = 'a')"
+    assert sqleval(gold, gold).match
+    verdict = sqleval(gold, "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer WHERE country = 'b')")
+    assert failing(verdict) == {"where"}
+
+
+def test_distinct_counts_at_top_level_and_inside_subqueries():
+    assert failing(sqleval("SELECT DISTINCT name FROM singer", "SELECT name FROM singer")) == {"distinct"}
+    gold = "SELECT name FROM singer WHERE singer_id IN (SELECT DISTINCT singer_id FROM singer_in_concert)"
+    pred = "SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM singer_in_concert)"
+    assert failing(sqleval(gold, pred)) == {"where"}
+    assert "select" in failing(sqleval("SELECT count(DISTINCT name) FROM singer", "SELECT count(name) FROM singer"))
+
+
+def test_order_by_direction_is_per_key():
+    gold = "SELECT name FROM singer ORDER BY age DESC, name ASC"
+    assert failing(sqleval(gold, "SELECT name FROM singer ORDER BY age ASC, name ASC")) == {"order", "keywords"}
+    assert sqleval(gold, "SELECT name FROM singer ORDER BY age DESC, name").match
+
+
+def test_limit_value_is_compared():
+    gold = "SELECT name FROM singer ORDER BY age LIMIT 1"
+    assert failing(sqleval(gold, "SELECT name FROM singer ORDER BY age LIMIT 5")) == {"limit"}
+    assert failing(sqleval(gold, "SELECT name FROM singer ORDER BY age LIMIT 5", values="ignore")) == {"limit"}
+
+
+def test_join_on_is_compared_as_a_set_of_symmetric_conditions():
+    gold = "SELECT T1.name FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id"
+    assert sqleval(gold, "SELECT T1.name FROM concert AS T1 JOIN stadium AS T2 ON T2.stadium_id = T1.stadium_id").match
+    assert failing(sqleval(gold, "SELECT T1.name FROM concert AS T1 JOIN stadium AS T2 ON T1.year = T2.capacity")) == {"join_on"}
+
+
+def test_join_kind_counts_in_from():
+    gold = "SELECT T1.name FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id"
+    assert sqleval(gold, gold.replace(" JOIN ", " INNER JOIN ")).match
+    assert failing(sqleval(gold, gold.replace(" JOIN ", " LEFT JOIN "))) == {"from"}
+
+
+def test_set_operations_are_not_commuted_and_union_all_differs():
+    gold = "SELECT name FROM singer EXCEPT SELECT name FROM concert"
+    assert "iuen" in failing(sqleval(gold, "SELECT name FROM concert EXCEPT SELECT name FROM singer"))
+    union = "SELECT name FROM singer UNION SELECT name FROM concert"
+    assert failing(sqleval(union, union.replace("UNION", "UNION ALL"))) == {"iuen"}
+
+
+def test_conditions_are_normalised_but_precedence_counts():
+    gold = "SELECT name FROM singer WHERE age > 5 AND country = 'x'"
+    assert sqleval(gold, "SELECT name FROM singer WHERE country = 'x' AND 5 < age").match
+    gold = "SELECT name FROM singer WHERE age > 1 OR age < 0 AND country = 'x'"
+    verdict = sqleval(gold, "SELECT name FROM singer WHERE (age > 1 OR age < 0) AND country = 'x'")
+    assert failing(verdict) == {"where"}
+    assert sqleval("SELECT name FROM singer WHERE name NOT LIKE 'a%'",
+                   "SELECT name FROM singer WHERE NOT name LIKE 'a%'").match
+
+
+def test_group_and_having():
+    gold = "SELECT country FROM singer GROUP BY country HAVING count(*) > 1"
+    assert failing(sqleval(gold, "SELECT country FROM singer GROUP BY country HAVING count(*) > 2")) == {"group"}
+    verdict = sqleval(gold, "SELECT country FROM singer GROUP BY name HAVING count(*) > 1")
+    assert failing(verdict) == {"group", "group_no_having"}
+
+
+# -- values ----------------------------------------------------------------------------------------
+def test_values_are_compared_unless_ignored():
+    gold = "SELECT name FROM singer WHERE age > 20"
+    pred = "SELECT name FROM singer WHERE age > 30"
+    assert failing(sqleval(gold, pred)) == {"where"}
+    assert sqleval(gold, pred, values="ignore").match
+    assert sqleval(gold, "SELECT name FROM singer WHERE age > 20.0").match
+
+
+def test_double_quoted_string_reads_as_sqlite_does():
+    assert sqleval("SELECT name FROM singer WHERE country = 'France'",
+                   'SELECT name FROM singer WHERE country = "France"').match
+    assert not sqleval('SELECT name FROM singer WHERE country = "name"',
+                       "SELECT name FROM singer WHERE country = 'name'").match  # "name" is the column
+
+
+# -- foreign keys --------------------------------------------------------------------------------
+def test_distinct_foreign_keys_are_never_merged():
+    assert failing(sqleval("SELECT current_address_id FROM people", "SELECT permanent_address_id FROM people")) >= {"select"}
+
+
+def test_columns_equated_by_an_inner_join_are_interchangeable():
+    on = " FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id"
+    assert sqleval("SELECT T1.stadium_id" + on, "SELECT T2.stadium_id" + on).match
+    left = " FROM concert AS T1 LEFT JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id"
+    assert "select" in failing(sqleval("SELECT T1.stadium_id" + left, "SELECT T2.stadium_id" + left))
+
+
+# -- any SQL, and errors ---------------------------------------------------------------------------
+@pytest.mark.parametrize("sql", [
+    "SELECT T1.name FROM singer AS T1 LEFT JOIN concert AS T2 ON T1.singer_id = T2.year WHERE T2.year IS NULL",
+    "SELECT CASE WHEN age > 1 THEN 'old' ELSE 'young' END AS band FROM singer",
+    "WITH s AS (SELECT name, age FROM singer) SELECT name FROM s WHERE age <> 3",
+    "SELECT name, rank() OVER (ORDER BY age) FROM singer",
+])
+def test_sql_outside_the_spider_grammar_is_compared(sql):
+    assert sqleval(sql, sql).match
+
+
+def test_unparseable_prediction_and_several_statements_are_parse_errors():
+    assert sqleval("SELECT name FROM singer", "SELEC name FROM").reason.startswith("parse_error: ")
+    verdict = sqleval("SELECT name FROM singer", "SELECT name FROM singer; SELECT age FROM singer")
+    assert not verdict.match and verdict.reason.startswith("parse_error: 2 statements")
+
+
+def test_unparseable_gold_raises():
+    with pytest.raises(GoldParseError):
+        sqleval("SELEC name FROM", "SELECT name FROM singer")
