@@ -63,15 +63,16 @@ class System:
     path: str  # under spider_dev/predictions
     official_em: float | None  # the published exact-match figure on all 1034 items
     source: str
+    official_ex: float | None = None  # official test-suite execution accuracy on the 972 items with a database
 
 
 SPIDER_SYSTEMS = (
-    System("DAIL-SQL + GPT-4", "raw/DAIL-SQL+GPT-4.txt", 70.0, "DAIL-SQL README"),
+    System("DAIL-SQL + GPT-4", "raw/DAIL-SQL+GPT-4.txt", 70.0, "DAIL-SQL README", 83.2),
     System("DAIL-SQL + GPT-4 + SC", "raw/DAIL-SQL+GPT-4+self-consistency.txt", 68.7, "DAIL-SQL README"),
-    System("Graphix-T5", "raw/graphix_result.txt", 77.1, "Spider leaderboard"),
-    System("DIN-SQL + GPT-4", "derived/din_sql_gpt4.txt", 60.1, "DIN-SQL paper"),
-    System("GPT-4 zero-shot (DIN-SQL repo)", "derived/gpt4_zero_shot_dinrepo.txt", 40.4, "DIN-SQL paper"),
-    System("C3 (ChatGPT)", "raw/C3SQL_predicted_sql.txt", 46.9, "C3 paper"),
+    System("Graphix-T5", "raw/graphix_result.txt", 77.1, "Spider leaderboard", 81.0),
+    System("DIN-SQL + GPT-4", "derived/din_sql_gpt4.txt", 60.1, "DIN-SQL paper", 83.2),
+    System("GPT-4 zero-shot (DIN-SQL repo)", "derived/gpt4_zero_shot_dinrepo.txt", 40.4, "DIN-SQL paper", 73.0),
+    System("C3 (ChatGPT)", "raw/C3SQL_predicted_sql.txt", 46.9, "C3 paper", 82.7),
     System("DIN-SQL + CodeX", "derived/din_sql_codex.txt", None, ""),
     System("CodeX few-shot (DIN-SQL repo)", "derived/codex_few_shot_dinrepo.txt", None, ""),
     System("GPT-4 few-shot (DIN-SQL repo)", "derived/gpt4_few_shot_dinrepo.txt", None, ""),
@@ -163,14 +164,27 @@ def interaction_match(scored: list[Scored]) -> tuple[int, float]:
     return len(interactions), percent(sum(all(v) for v in interactions.values()), len(interactions))
 
 
-def execution_accuracy(system: System, turns: list[Turn], database_dir: Path) -> float | None:
-    """EXECUTION ACCURACY (test-suite profile): placeholder for the lead.
-
-    To be implemented with the project's execution layer once it exists
-    (``execution: test-suite`` over ``database_dir``); until then it returns
-    ``None`` and the column prints ``n/a``.
+def plugin_verdicts(shared: Path, systems: tuple[System, ...]) -> dict[str, dict[str, list[bool | None]]]:
+    """Per system, each item's execution match (profile test-suite) and exact match (profile spider)
+    from one ``pytest --sqleval`` run. An execution verdict is ``None`` when the database is not in
+    the data (wta_1).
     """
-    return None
+    from spider_suites import evaluate_suites, suite_document, verdicts_by_suite
+
+    spider_dir = shared / "benchmarks" / "spider_dev"
+    documents = {}
+    for index, system in enumerate(systems):
+        turns = paired_turns(spider_dir / "dev_gold.sql", spider_dir / "predictions" / system.path)
+        documents[f"system{index:02d}"] = suite_document(f"system{index:02d}", turns, spider_dir)
+    report = evaluate_suites(documents)
+    execution, exact = verdicts_by_suite(report), verdicts_by_suite(report, "exact_match")
+    return {system.name: {"execution_match": execution[f"system{index:02d}"], "exact_match": exact[f"system{index:02d}"]}
+            for index, system in enumerate(systems)}
+
+
+def rate(verdicts: list[bool | None]) -> tuple[int, float]:
+    scored = [v for v in verdicts if v is not None]
+    return len(scored), percent(sum(scored), len(scored))
 
 
 # -- the official evaluator, when a checkout is given ------------------------------------------------
@@ -270,11 +284,15 @@ def official_matches_from_output(turns: list[Turn], output: Path, *, value_place
 
 
 # -- report ----------------------------------------------------------------------------------------------
-def report_spider(shared: Path, schemas: dict[str, Schema], official: OfficialEvaluator | None) -> None:
+def report_spider(shared: Path, schemas: dict[str, Schema], official: OfficialEvaluator | None,
+                  official_ex: dict[str, list[int | None]] | None) -> None:
     spider_dir = shared / "benchmarks" / "spider_dev"
-    print("Spider dev: exact match, profile spider (test-suite-sql-eval run: value_placeholder on)")
-    header = f"{'system':32} {'EM ours':>8} {'official':>9} {'agree':>7}  " + "  ".join(f"{lv:>12}" for lv in LEVELS)
-    print(header + f"  {'EX (test-suite)':>15}")
+    through_plugin = plugin_verdicts(shared, SPIDER_SYSTEMS)
+    em_agrees = True
+    print("Spider dev: exact match, profile spider (test-suite-sql-eval run: value_placeholder on);"
+          " execution accuracy, profile test-suite, through pytest --sqleval")
+    header = f"{'system':32} {'EM ours':>8} {'official':>9} {'agree':>7}  " + "  ".join(f"{lv:>6}" for lv in LEVELS)
+    print(header + f"  {'EX ours':>8} {'official':>9} {'agree':>7}")
     gold_levels: dict[str, tuple[int, float]] | None = None
     for system in SPIDER_SYSTEMS:
         turns = paired_turns(spider_dir / "dev_gold.sql", spider_dir / "predictions" / system.path)
@@ -285,11 +303,24 @@ def report_spider(shared: Path, schemas: dict[str, Schema], official: OfficialEv
         if official is not None:
             agree = f"{agreement(scored, lambda t: official.exact(t.gold, t.pred, t.db, value_placeholder=True)):.2f}%"
         published = f"{system.official_em:.1f}" if system.official_em is not None else "-"
-        ex = execution_accuracy(system, turns, spider_dir / "database")
-        per_level = "  ".join(f"{levels[lv][1]:12.1f}" for lv in LEVELS)
+        per_level = "  ".join(f"{levels[lv][1]:6.1f}" for lv in LEVELS)
+        verdicts = through_plugin[system.name]["execution_match"]
+        em_agrees &= [bool(v) for v in through_plugin[system.name]["exact_match"]] == [s.match for s in scored]
+        n, ex = rate(verdicts)
+        ex_published = f"{system.official_ex:.1f}" if system.official_ex is not None else "-"
+        ex_agree = "-"
+        if official_ex is not None and system.path in official_ex:
+            theirs = official_ex[system.path]
+            pairs = [(bool(a), bool(b)) for a, b in zip(verdicts, theirs, strict=True) if b is not None]
+            ex_agree = f"{percent(sum(a == b for a, b in pairs), len(pairs)):.2f}%"
+            differing = [i for i, (a, b) in enumerate(zip(verdicts, theirs)) if b is not None and bool(a) != bool(b)]
+            if differing:
+                ex_agree += f" ({len(differing)} differ: {', '.join(f'q{i:04d}' for i in differing[:6])})"
         print(f"{system.name:32} {question_match(scored):8.1f} {published:>9} {agree:>7}  {per_level}  "
-              f"{'n/a' if ex is None else f'{ex:.1f}':>15}")
+              f"{ex:8.1f} {ex_published:>9} {ex_agree:>7}")
     assert gold_levels is not None
+    print(f"execution accuracy over the {n} items whose database is present (wta_1 is missing)")
+    print("exact match through pytest --sqleval equals the direct API on every item: " + ("yes" if em_agrees else "NO"))
     print("gold hardness counts: " + ", ".join(f"{lv} {gold_levels[lv][0]}" for lv in LEVELS))
     if official is not None:
         print(f"hardness agreement with the official evaluator: {hardness_agreement(scored, official):.2f}%")
@@ -350,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared", help="the shared/ folder (default ../shared)")
     parser.add_argument("--official-dir", type=Path, help="a checkout of the official evaluator, for per-item agreement")
+    parser.add_argument("--official-ex", type=Path,
+                        help="JSON {prediction file: [official test-suite execution verdict per item, null without a database]}")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     spider_dir = args.shared / "benchmarks" / "spider_dev"
@@ -358,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     schemas = load_schemas(spider_dir / "tables.json")
     official = OfficialEvaluator(args.official_dir, spider_dir / "tables.json", spider_dir / "database") \
         if args.official_dir else None
-    report_spider(args.shared, schemas, official)
+    official_ex = json.loads(args.official_ex.read_text()) if args.official_ex else None
+    report_spider(args.shared, schemas, official, official_ex)
     report_sparc(args.shared, schemas, official)
     sparc_example = args.shared / "benchmarks" / "sparc_dev" / "official_example"
     report_example(

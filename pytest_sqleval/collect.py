@@ -111,8 +111,6 @@ def _add_markers(item: pytest.Item, case: Case, suite: Suite) -> None:
     for tag in case.tags:
         _register_marker(item.config, tag)
         item.add_marker(tag)
-    if case.interaction is not None:
-        item.add_marker(pytest.mark.xdist_group(name=f"sqleval:{suite.path}:{case.interaction}"))
 
 
 def _register_marker(config: pytest.Config, name: str) -> None:
@@ -156,7 +154,7 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold):
         return check_gold_case(item, state, engines, sqleval_gold)
     record = state.evaluator.evaluate(
         sqleval_case, suite, item.prediction, engines if sqleval_engine is not None else [], sqleval_gold,
-        timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite),
+        timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite), database=state.database_label(sqleval_case),
     )
     if record["passed_rule"]:
         record["outcome"] = "passed"
@@ -180,7 +178,7 @@ def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
             if len(engines) > 1:
                 finding = Finding(finding.kind, finding.severity, f"{run.database}: {finding.message}")
             findings.append(finding)
-    record = base_record(item.case, item.suite, item.prediction, prepared)
+    record = base_record(item.case, item.suite, item.prediction, prepared, database=state.database_label(item.case))
     record.update(findings_record(findings))
     record["outcome"] = {"clean": "passed", "flagged": "flagged", "broken": "failed"}[record["gold_status"]]
     item.user_properties.append(("sqleval", record))

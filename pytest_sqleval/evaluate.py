@@ -128,10 +128,10 @@ class Evaluator:
 
     # -- one case --------------------------------------------------------------
     def evaluate(self, case: Case, suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
-                 *, timeout: float | None = None, max_rows: int | None = None) -> dict[str, Any]:
+                 *, timeout: float | None = None, max_rows: int | None = None, database: str | None = None) -> dict[str, Any]:
         timeout = timeout or self.timeout
         max_rows = max_rows or self.max_rows
-        record = base_record(case, suite, prediction, prepared)
+        record = base_record(case, suite, prediction, prepared, database=database)
         record.update(self._score_execution(suite, prediction, engines, prepared.gold, prepared.dialect, timeout, max_rows))
         record.update(exact_match_fields(case, suite, prediction, prepared))
         metrics = {k: record.get(k) for k in ("valid", "execution_match", "soft_f1", "exact_match")}
@@ -255,7 +255,10 @@ def suite_dialect(suite: Suite, engine) -> str:
     return sqlglot_dialect(engine.dialect.name)
 
 
-def base_record(case: Case, suite: Suite, prediction: str | None, prepared: Prepared) -> dict[str, Any]:
+def base_record(case: Case, suite: Suite, prediction: str | None, prepared: Prepared, *,
+                database: str | None = None) -> dict[str, Any]:
+    if database is None:
+        database = case.database.display if case.database else (case.schema.db_id if case.schema else None)
     return {
         "suite": suite.name,
         "path": str(suite.path),
@@ -263,7 +266,7 @@ def base_record(case: Case, suite: Suite, prediction: str | None, prepared: Prep
         "index": case.index,
         "interaction": case.interaction,
         "turn": case.turn,
-        "database": case.database.display if case.database else (case.schema.db_id if case.schema else None),
+        "database": database,
         "difficulty": prepared.difficulty,
         "difficulty_source": prepared.difficulty_source,
         "tags": list(case.tags),

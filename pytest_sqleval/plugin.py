@@ -100,6 +100,11 @@ class SqlevalState:
             self.suites[path] = load_suite(path)
         return self.suites[path]
 
+    def database_label(self, case) -> str | None:
+        if case.database is not None:
+            return self.engines.describe(case.database)
+        return case.schema.db_id if case.schema else None
+
     def timeout_for(self, suite: Suite) -> float:
         s = self.settings
         if s.timeout_from_cli:
@@ -153,7 +158,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(SqlevalSession(config, state), "sqleval-session")
-    _keep_interactions_together(config)
 
 
 def _build_dir(config: pytest.Config, worker: str) -> Path:
@@ -161,10 +165,14 @@ def _build_dir(config: pytest.Config, worker: str) -> Path:
     return root / f"{os.getpid()}-{worker}"
 
 
-def _keep_interactions_together(config: pytest.Config) -> None:
-    """Under xdist, schedule by ``xdist_group`` so the turns of an interaction run in order on one worker."""
-    if getattr(config.option, "dist", "no") == "load" and config.pluginmanager.hasplugin("xdist"):
-        config.option.dist = "loadgroup"
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under ``--dist load``/``loadgroup``, keep each interaction's turns together and in order."""
+    if config.stash.get(STATE_KEY, None) is None or config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from .xdist_scheduling import InteractionScheduling
+
+    return InteractionScheduling(config, log)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -239,7 +247,9 @@ def _error_record(item: "CaseItem", call: pytest.CallInfo, report: pytest.TestRe
     error = call.excinfo.value if call.excinfo else None
     kind = "gold" if isinstance(error, GoldError) else "database" if isinstance(error, DatabaseError) else "internal"
     prepared = Prepared(gold=(), schema=None, dialect="", difficulty=item.case.difficulty, difficulty_source="suite")
-    record = base_record(item.case, item.suite, item.prediction, prepared)
+    state = item.config.stash.get(STATE_KEY, None)
+    database = state.database_label(item.case) if state is not None else None
+    record = base_record(item.case, item.suite, item.prediction, prepared, database=database)
     record.update({
         "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
         "outcome": "error" if report.when != "call" or kind != "internal" else "failed",

@@ -43,7 +43,7 @@ def test_setup_scripts_on_duckdb_through_an_environment_variable(setup_suite, mo
     monkeypatch.setenv("SHOP_URL", "duckdb://")
     result, report = outcomes(setup_suite)
     assert result.parseoutcomes() == {"passed": 2, "missed": 1}
-    assert report["cases"][0]["database"] == "duckdb://"
+    assert report["cases"][0]["database"] == "duckdb:// (built from shop.sql)"
 
 
 def test_setup_scripts_on_postgres_via_the_command_line(setup_suite, postgres_url):

@@ -182,3 +182,17 @@ def test_unparseable_prediction_and_several_statements_are_parse_errors():
 def test_unparseable_gold_raises():
     with pytest.raises(GoldParseError):
         sqleval("SELEC name FROM", "SELECT name FROM singer")
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "duckdb", "postgres"])
+def test_comma_cross_and_inner_joins_are_one_kind_in_every_dialect(dialect):
+    """sqlglot reads a comma join as CROSS in some dialects only; the verdict must not depend on it."""
+    schema = Schema.from_dict({"t": ["id", "x"], "a": ["id", "t_id"]})
+    gold = "SELECT a.id FROM t JOIN a ON a.t_id = t.id"
+    comma = "SELECT a.id FROM t, a WHERE a.t_id = t.id"
+    cross = "SELECT a.id FROM t CROSS JOIN a WHERE a.t_id = t.id"
+    left = "SELECT a.id FROM t LEFT JOIN a ON a.t_id = t.id"
+    verdicts = {sql: exact_match(gold, sql, schema, dialect=dialect) for sql in (comma, cross, left)}
+    assert verdicts[comma].clauses["from"] and verdicts[cross].clauses["from"]
+    assert verdicts[comma].clauses == verdicts[cross].clauses
+    assert not verdicts[left].clauses["from"]

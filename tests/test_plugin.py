@@ -351,3 +351,30 @@ def test_test_suite_accuracy_over_several_databases(pytester):
     metrics = report["suites"][0]["metrics"]
     assert metrics["execution_accuracy"] == 1.0  # on the first database
     assert metrics["test_suite_accuracy"] == 0.5
+
+
+def test_interaction_turns_run_in_order_on_one_worker(pytester):
+    make_sqlite(pytester.path / "shop.sqlite")
+    turns = "\n".join(f"      - {{gold: 'SELECT {n}', predicted: 'SELECT {n}'}}" for n in range(1, 6))
+    cases = "\n".join(f"  - id: conv-{i}\n    interaction:\n{turns}" for i in range(6))
+    pytester.makefile(".sqleval.yaml", many=f"database: shop.sqlite\ncases:\n{cases}\n")
+    result = pytester.runpytest_subprocess("--sqleval", "-n", "2", "-v", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    seen: dict[str, list[tuple[str, int]]] = {}
+    for line in result.stdout.lines:
+        if line.startswith("[gw") and "PASSED" in line and "conv-" in line:
+            worker = line.split("]", 1)[0][1:]
+            node = line.split("::", 1)[1].split()[0]
+            interaction, turn = node.split("[", 1)
+            seen.setdefault(interaction, []).append((worker, int(turn.split("]", 1)[0])))
+    assert sorted(seen) == [f"conv-{i}" for i in range(6)]
+    for interaction, runs in seen.items():
+        assert len({worker for worker, _ in runs}) == 1, (interaction, runs)
+        assert [turn for _, turn in runs] == [1, 2, 3, 4, 5], (interaction, runs)
+    assert len({runs[0][0] for runs in seen.values()}) == 2  # both workers got interactions
+
+
+def test_missing_predictions_file_is_a_usage_error(shop):
+    result = shop.runpytest("--sqleval", "--sqleval-predictions=nope.jsonl", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*nope.jsonl: cannot read the predictions file*", "*fix: pass an existing JSON Lines file*"])

@@ -67,6 +67,13 @@ class EngineFactory:
                 raise
         return self._engines[key]
 
+    def describe(self, spec: DatabaseSpec) -> str:
+        """The database a case really runs on, for reports (password hidden)."""
+        spec = self._effective(spec)
+        if spec.setup:
+            return f"{spec.display} (built from {', '.join(p.name for p in spec.setup)})"
+        return spec.display
+
     def _effective(self, spec: DatabaseSpec) -> DatabaseSpec:
         if self.url_override and spec.setup:
             return DatabaseSpec(url=self.url_override, setup=spec.setup, source=spec.source)

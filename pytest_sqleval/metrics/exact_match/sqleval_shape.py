@@ -415,8 +415,10 @@ def _number_repeated(sources: list[_Source]) -> None:
 
 
 def _join_kind(join: exp.Join) -> str:
+    """``inner`` for JOIN, INNER JOIN, CROSS JOIN and a comma (their ON conditions are compared by
+    ``join_on``; sqlglot reads a comma as CROSS in some dialects only); else e.g. ``left``, ``full``."""
     parts = [str(join.args.get(key) or "").lower() for key in ("method", "side", "kind")]
-    words = [p for p in parts if p and p not in ("inner", "outer")]
+    words = [p for p in parts if p and p not in ("inner", "outer", "cross")]
     return " ".join(words) or "inner"
 
 
