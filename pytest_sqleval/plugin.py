@@ -349,21 +349,29 @@ class SqlevalSession:
         return None
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
+        """Prediction ids that match no collected case: a collection error of the predictions file.
+
+        Reported through ``pytest_collectreport`` (not raised), so it also works on xdist workers.
+        """
         from .predictions import unmatched_ids
 
-        if self.state.predictions is None:
+        if self.state.predictions is None or not self.state.suites:
             return
         known = set()
         for suite in self.state.suites.values():
             for case in suite.cases:
                 known.update((case.id, f"{suite.name}::{case.id}"))
         unknown = unmatched_ids(self.state.predictions, known)
-        if unknown and self.state.suites:
-            shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
-            raise pytest.UsageError(
-                f"{self.state.settings.predictions}: {len(unknown)} prediction id(s) match no collected case: {shown}\n"
-                "  fix: use the cases' `id:` values (a turn is <interaction>/<n>; <suite>::<id> picks one suite)"
-            )
+        if not unknown:
+            return
+        shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
+        path = self.state.settings.predictions
+        message = (f"{path}: {len(unknown)} prediction id(s) match no collected case: {shown}\n"
+                   "  fix: use the cases' `id:` values (a turn is <interaction>/<n>; <suite>::<id> picks one suite)")
+        report = pytest.CollectReport(nodeid=str(path), outcome="failed", longrepr=message, result=[])
+        session.ihook.pytest_collectreport(report=report)
+        config.hook.pytest_deselected(items=list(items))  # nothing runs against mismatched predictions
+        items.clear()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if _is_worker(self.config):

@@ -232,9 +232,13 @@ def test_predictions_file_matched_by_id(shop):
 def test_predictions_file_with_unknown_ids_is_an_error(shop):
     (shop.path / "preds.jsonl").write_text('{"id": "count-open", "sql": "SELECT 1"}\n{"id": "nope", "sql": "x"}\n'
                                            '{"id": "also-nope", "sql": "x"}\n')
-    result = shop.runpytest("--sqleval", "--sqleval-predictions=preds.jsonl", "-p", "no:cacheprovider")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*preds.jsonl: 2 prediction id(s) match no collected case: nope, also-nope*"])
+    for workers in ([], ["-n", "2"]):
+        result = shop.runpytest_subprocess("--sqleval", "--sqleval-predictions=preds.jsonl", "-p", "no:cacheprovider",
+                                           *workers)
+        assert result.ret != pytest.ExitCode.OK, workers
+        result.stdout.fnmatch_lines(["*preds.jsonl: 2 prediction id(s) match no collected case: nope, also-nope*"])
+        assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+        assert "passed" not in result.stdout.lines[-1] and "missed" not in result.stdout.lines[-1]
 
 
 def test_malformed_suite_is_a_collection_error_without_traceback(pytester):

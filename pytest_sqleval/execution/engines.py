@@ -19,9 +19,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import DatabaseError
 from ..suite import DatabaseSpec, hide_password
@@ -208,20 +209,31 @@ def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str
 def build_sqlite(path: Path, scripts: tuple[Path, ...]) -> None:
     if path.is_file():
         return
+    with _built_atomically(path, path.with_suffix(".partial")) as partial:
+        conn = sqlite3.connect(partial)
+        try:
+            run_setup_scripts(scripts, conn.executescript, sqlite3.Error, "SQLite")
+            conn.commit()
+        finally:
+            conn.close()
+
+
+@contextmanager
+def _built_atomically(path: Path, partial: Path) -> Iterator[Path]:
+    """Build into ``partial``; it becomes ``path`` only when the build succeeded."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
     partial.unlink(missing_ok=True)
-    conn = sqlite3.connect(partial)
-    try:
-        for script in scripts:
-            try:
-                conn.executescript(script.read_text(encoding="utf-8"))
-            except sqlite3.Error as exc:
-                raise DatabaseError(f"setup script {script} failed on SQLite: {exc}") from None
-        conn.commit()
-    finally:
-        conn.close()
+    yield partial
     os.replace(partial, path)
+
+
+def run_setup_scripts(scripts: tuple[Path, ...], execute: Callable[[str], Any], errors, engine_name: str) -> None:
+    """Run each (trusted) setup script whole; a failure names the script and the engine."""
+    for script in scripts:
+        try:
+            execute(script.read_text(encoding="utf-8"))
+        except errors as exc:
+            raise DatabaseError(f"setup script {script} failed on {engine_name}: {_first_line(exc)}") from None
 
 
 # --------------------------------------------------------------------------- DuckDB
@@ -254,20 +266,13 @@ def build_duckdb(path: Path, scripts: tuple[Path, ...]) -> None:
 
     if path.is_file():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.stem + ".partial.duckdb")
-    partial.unlink(missing_ok=True)
-    conn = duckdb.connect(str(partial))
-    try:
-        for script in scripts:
-            try:
-                conn.execute(script.read_text(encoding="utf-8"))
-            except duckdb.Error as exc:
-                raise DatabaseError(f"setup script {script} failed on DuckDB: {_first_line(exc)}") from None
-        conn.execute("CHECKPOINT")
-    finally:
-        conn.close()
-    os.replace(partial, path)
+    with _built_atomically(path, path.with_name(path.stem + ".partial.duckdb")) as partial:
+        conn = duckdb.connect(str(partial))
+        try:
+            run_setup_scripts(scripts, conn.execute, duckdb.Error, "DuckDB")
+            conn.execute("CHECKPOINT")
+        finally:
+            conn.close()
 
 
 # --------------------------------------------------------------------------- PostgreSQL
@@ -342,11 +347,7 @@ def build_postgres(url: str, name: str, scripts: tuple[Path, ...]) -> str:
     import psycopg
 
     with _admin_connect(target) as conn:
-        for script in scripts:
-            try:
-                conn.execute(script.read_text(encoding="utf-8"))
-            except psycopg.Error as exc:
-                raise DatabaseError(f"setup script {script} failed on PostgreSQL: {_first_line(exc)}") from None
+        run_setup_scripts(scripts, conn.execute, psycopg.Error, "PostgreSQL")
     return target
 
 

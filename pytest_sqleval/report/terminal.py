@@ -60,6 +60,7 @@ def _write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: boo
                   f" | exact match {summary.exact_match_profile or '-'} | pass_if {summary.pass_if}")
     _write_metrics(tr, agg)
     _write_breakdown(tr, "difficulty", agg.get("by_difficulty", {}))
+    _write_breakdown(tr, "tag", agg.get("by_tag", {}))
     if agg.get("by_turn"):
         _write_turns(tr, agg["by_turn"])
     if agg.get("clauses"):
