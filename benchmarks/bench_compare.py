@@ -4,12 +4,16 @@ Run from the project root::
 
     python benchmarks/bench_compare.py [--repeats N]
 
-Builds two tables in a temporary SQLite file:
+Builds two tables in a temporary SQLite file and compares three results:
 
 * ``mixed``: 100,000 rows x 8 columns of ints, floats and text;
 * ``shared``: 50,000 rows x 12 int columns that all hold the same value set
   (column k of row r is ``(p(r) + 7k) mod 50,000`` for a random permutation
-  p), the case that makes a column-permutation search explode.
+  p), the case that makes a column-permutation search explode;
+* ``no key``: 6 columns of ``mixed`` in which every column repeats values
+  (``grade, tag, ratio, name, grade + 1, ratio * 2``), so no column can
+  align the rows of two results and the comparison falls back to
+  fingerprints and a Counter of rows.
 
 For each table it measures, best of N (interleaved), the time to fetch the gold result
 (``cursor.execute`` + ``fetchall``) and the time of ``compare_results``
@@ -17,6 +21,18 @@ For each table it measures, best of N (interleaved), the time to fetch the gold 
 shuffled: unordered (the prediction's rows in another order), ordered
 strictly (same row order) and, for ``mixed``, ordered with ties (``ORDER BY``
 a low-cardinality column, the prediction ordering tied rows differently).
+
+Column names may suggest which column is which (they are only ever a
+candidate, verified on the rows), so each comparison is measured twice:
+"names kept" (the shuffled prediction keeps the gold's column names) and
+"renamed" (its columns are called c0..cN in their new order, so only the
+content can match them; for ``shared``, whose gold columns are c0..c11
+already, the names even point at the wrong mapping). The rows marked
+"nulls=distinct" use that option, under which no comparison may take the
+raw-value shortcut (a NULL must not equal a NULL), so they time the full
+path that every result needing normalisation (NaN, Decimal,
+``float_decimals``) goes through.
+
 Every time is printed with its ratio to the fetch time of the same run,
 since absolute times on a shared machine are noise.
 """
@@ -36,7 +52,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_sqleval.metrics.execution_match import compare_results  # noqa: E402
-from pytest_sqleval.metrics.profiles import EXECUTION_PROFILES  # noqa: E402
+from pytest_sqleval.metrics.profiles import EXECUTION_PROFILES, resolve_execution  # noqa: E402
 from pytest_sqleval.metrics.soft_f1 import soft_f1  # noqa: E402
 from pytest_sqleval.results import QueryResult  # noqa: E402
 from pytest_sqleval.sql.ordering import tie_group_starts  # noqa: E402
@@ -45,6 +61,7 @@ MIXED_ROWS = 100_000
 SHARED_ROWS = 50_000
 SHARED_COLUMNS = 12
 SEED = 20240501
+NO_KEY_COLUMNS = ["grade", "tag", "ratio", "name", "grade + 1", "ratio * 2"]  # every column repeats values
 
 
 def build_database(path: Path) -> None:
@@ -97,29 +114,50 @@ def shuffled(columns: list[str], rng: random.Random) -> list[str]:
 def measure_table(connection: sqlite3.Connection, table: str, columns: list[str], key: str, tie_key: str | None, repeats: int) -> list[tuple[str, float]]:
     rng = random.Random(SEED)
     select = ", ".join(columns)
-    shuffled_select = ", ".join(shuffled(columns, rng))
+    shuffled_columns = shuffled(columns, rng)
+    shuffled_select = ", ".join(shuffled_columns)
+    renamed_select = ", ".join(f"{column} AS c{index}" for index, column in enumerate(shuffled_columns))
     gold_sql = f"SELECT {select} FROM {table} ORDER BY {key}"
     gold = fetch(connection, gold_sql)
-    unordered_pred = fetch(connection, f"SELECT {shuffled_select} FROM {table} ORDER BY {key} DESC")
-    ordered_pred = fetch(connection, f"SELECT {shuffled_select} FROM {table} ORDER BY {key}")
     sqleval = EXECUTION_PROFILES["sqleval"]
-    cases: list[tuple[str, Callable[[], Any]]] = [
-        ("fetch gold (execute + fetchall)", lambda: connection.execute(gold_sql).fetchall()),
-        ("compare_results, unordered", lambda: _expect_match(compare_results(gold, unordered_pred, sqleval, ordered=False))),
-        ("compare_results, ordered (strict)", lambda: _expect_match(compare_results(gold, ordered_pred, sqleval, ordered=True))),
-        ("soft_f1, unordered", lambda: soft_f1(gold, unordered_pred)),
+    distinct_nulls = resolve_execution({"profile": "sqleval", "nulls": "distinct"})
+    cases: list[tuple[str, Callable[[], Any]]] = [("fetch gold (execute + fetchall)", lambda: connection.execute(gold_sql).fetchall())]
+    for label, projection in (("names kept", shuffled_select), ("renamed", renamed_select)):
+        unordered_pred = fetch(connection, f"SELECT {projection} FROM {table} ORDER BY {key} DESC")
+        ordered_pred = fetch(connection, f"SELECT {projection} FROM {table} ORDER BY {key}")
+        cases += [
+            (f"compare_results, unordered, {label}", _match_case(gold, unordered_pred, sqleval, ordered=False)),
+            (f"compare_results, ordered (strict), {label}", _match_case(gold, ordered_pred, sqleval, ordered=True)),
+        ]
+        if tie_key is not None:
+            tied_gold = fetch(connection, f"SELECT {select} FROM {table} ORDER BY {tie_key}, {key}")
+            tied_pred = fetch(connection, f"SELECT {projection} FROM {table} ORDER BY {tie_key}, {key} DESC")
+            cases.append((
+                f"tie_group_starts + compare_results, ordered (ties any), {label}",
+                _tied_case(tied_gold, tied_pred, columns.index(tie_key), sqleval),
+            ))
+    cases += [
+        ("soft_f1, unordered, renamed", _soft_f1_case(gold, unordered_pred, "equal")),
+        ("compare_results, unordered, renamed, nulls=distinct", _match_case(gold, unordered_pred, distinct_nulls, ordered=False)),
+        ("soft_f1, unordered, renamed, nulls=distinct", _soft_f1_case(gold, unordered_pred, "distinct")),
     ]
-    if tie_key is not None:
-        tied_gold = fetch(connection, f"SELECT {select} FROM {table} ORDER BY {tie_key}, {key}")
-        tied_pred = fetch(connection, f"SELECT {shuffled_select} FROM {table} ORDER BY {tie_key}, {key} DESC")
-        tie_column = columns.index(tie_key)
-        cases.append((
-            "tie_group_starts + compare_results, ordered (ties any)",
-            lambda: _expect_match(compare_results(
-                tied_gold, tied_pred, sqleval, ordered=True, tie_groups=tie_group_starts(tied_gold.rows, [tie_column])
-            )),
-        ))
     return best_times(cases, repeats)
+
+
+def _match_case(gold: QueryResult, pred: QueryResult, options: Any, *, ordered: bool) -> Callable[[], Any]:
+    return lambda: _expect_match(compare_results(gold, pred, options, ordered=ordered))
+
+
+def _tied_case(gold: QueryResult, pred: QueryResult, tie_column: int, options: Any) -> Callable[[], Any]:
+    return lambda: _expect_match(compare_results(gold, pred, options, ordered=True, tie_groups=tie_group_starts(gold.rows, [tie_column])))
+
+
+def _soft_f1_case(gold: QueryResult, pred: QueryResult, nulls: Any) -> Callable[[], Any]:
+    def case() -> None:
+        score = soft_f1(gold, pred, nulls=nulls)
+        if score != 1.0:
+            raise AssertionError(f"benchmark pair should score 1.0, not {score}")
+    return case
 
 
 def _expect_match(verdict: Any) -> None:
@@ -138,6 +176,7 @@ def main() -> None:
         tables = [
             (f"mixed {MIXED_ROWS:,} x 8", measure_table(connection, "mixed", ["id", "price", "name", "grade", "tag", "ratio", "code", "label"], "id", "grade", repeats)),
             (f"shared {SHARED_ROWS:,} x {SHARED_COLUMNS}", measure_table(connection, "shared", [f"c{k}" for k in range(SHARED_COLUMNS)], "r", None, repeats)),
+            (f"no key {MIXED_ROWS:,} x 6", measure_table(connection, "mixed", NO_KEY_COLUMNS, "id", None, repeats)),
         ]
         connection.close()
     print(f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, best of {repeats}\n")

@@ -13,6 +13,8 @@ import decimal
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from sqlglot.errors import SqlglotError
+
 from .errors import DatabaseError, GoldError, QueryError
 from .execution.runner import run_query, sqlglot_dialect
 from .metrics.execution_match import compare_results
@@ -68,7 +70,10 @@ class Evaluator:
 
     def _run_gold(self, gold: str, options: ComparisonOptions, engine, dialect: str, display: str,
                   timeout: float, max_rows: int) -> GoldRun | GoldError:
-        sql = strip_distinct(gold, dialect) if options.distinct == "strip" else gold
+        try:
+            sql = strip_distinct(gold, dialect) if options.distinct == "strip" else gold
+        except SqlglotError as exc:
+            return GoldError(f"the profile strips DISTINCT, which needs sqlglot to read the gold in {dialect}: {exc}")
         plan = plan_order(gold, dialect, options)
         try:
             if plan.hidden_key_sql:

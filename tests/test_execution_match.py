@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
+from decimal import Decimal
+from itertools import permutations
 
 import pytest
 
 from pytest_sqleval.metrics.execution_match import ExecutionVerdict, compare_results
 from pytest_sqleval.metrics.profiles import EXECUTION_PROFILES, resolve_execution
+from pytest_sqleval.metrics.values import normalise_value
 from pytest_sqleval.results import QueryResult
 from pytest_sqleval.sql.ordering import plan_order, tie_group_starts
 
@@ -361,3 +365,186 @@ def test_one_empty_result_is_a_row_count_miss(profile):
     assert verdict.detail == "gold has 1 row, the prediction 0"
     assert verdict.gold_only_rows == ((1,),)
     assert not verdict.vacuous
+
+
+# ----------------------------------------------------------------------------- shortcuts stay exact
+# Raw rows are compared first (nulls "equal"), with candidate column mappings from the column names,
+# the identity and a key column; the normalised comparison follows whenever they cannot show a match.
+
+
+def wide_table(rows=300, seed=5):
+    rng = random.Random(seed)
+    return [(index, rng.randrange(5), f"n{rng.randrange(40)}", rng.random(), index * 2) for index in range(rows)]
+
+
+def shuffled_pred(gold, order, seed=9):
+    rows = [tuple(row[index] for index in order) for row in gold]
+    random.Random(seed).shuffle(rows)
+    return rows
+
+
+ORDER = (3, 0, 4, 2, 1)  # predicted column j is gold column ORDER[j]
+EXPECTED_MAPPING = tuple(ORDER.index(column) for column in range(5))
+
+
+@pytest.mark.parametrize("nulls", ["equal", "distinct"])
+@pytest.mark.parametrize("names", ["kept", "renamed"])
+def test_shuffled_columns_are_matched_by_content_with_or_without_names(nulls, names):
+    gold = wide_table()
+    gold_names = ("id", "grade", "name", "score", "twice")
+    pred_names = tuple(gold_names[column] for column in ORDER) if names == "kept" else ("c0", "c1", "c2", "c3", "c4")
+    options = resolve_execution({"profile": "sqleval", "nulls": nulls})
+    verdict = compare_results(QueryResult(gold_names, gold), QueryResult(pred_names, shuffled_pred(gold, ORDER)), options, ordered=False)
+    expect(verdict, "match")
+    assert verdict.column_mapping == EXPECTED_MAPPING
+
+
+def test_misleading_column_names_never_decide():
+    gold = wide_table()
+    names = ("id", "grade", "name", "score", "twice")
+    lying = tuple(names)  # the prediction's columns are shuffled but keep the gold's names in the gold's order
+    verdict = compare_results(QueryResult(names, gold), QueryResult(lying, shuffled_pred(gold, ORDER)), EXECUTION_PROFILES["sqleval"], ordered=False)
+    expect(verdict, "match")
+    assert verdict.column_mapping == EXPECTED_MAPPING
+    # equal names and equal columns, but one value differs: a miss, whatever the names say
+    changed = list(gold)
+    changed[123] = (123, changed[123][1], "other", changed[123][3], 246)
+    verdict = compare_results(QueryResult(names, gold), QueryResult(names, changed), EXECUTION_PROFILES["sqleval"], ordered=False)
+    expect(verdict, "values")
+    assert verdict.gold_only_rows == (gold[123],)
+
+
+@pytest.mark.parametrize("nulls", ["equal", "distinct"])
+def test_key_column_alignment_keeps_tie_groups(nulls):
+    options = resolve_execution({"profile": "sqleval", "nulls": nulls})
+    gold = sorted(wide_table(), key=lambda row: (row[1], row[0]))
+    starts = tie_group_starts(gold, [1])
+    within = sorted(gold, key=lambda row: (row[1], -row[0]))  # tied rows reversed
+    pred = [tuple(row[index] for index in ORDER) for row in within]
+    verdict = compare_results(QueryResult.of(gold), QueryResult.of(pred), options, ordered=True, tie_groups=starts)
+    expect(verdict, "match")
+    assert verdict.column_mapping == EXPECTED_MAPPING
+    across = list(within)
+    across[0], across[-1] = across[-1], across[0]  # two rows swapped across tie groups
+    pred = [tuple(row[index] for index in ORDER) for row in across]
+    expect(compare_results(QueryResult.of(gold), QueryResult.of(pred), options, ordered=True, tie_groups=starts), "order")
+
+
+def test_values_that_only_agree_after_normalising_still_match_through_the_key():
+    gold = [(index, float("nan") if index % 3 == 0 else index / 4, Decimal(index) / 10) for index in range(200)]
+    pred = [(row[2], float("nan") if row[0] % 3 == 0 else row[1], row[0]) for row in reversed(gold)]
+    verdict = judge("sqleval", "SELECT a, b, c FROM t", gold, pred)
+    expect(verdict, "match")
+    assert verdict.column_mapping == (2, 1, 0)
+    rounded = [(row[0], row[1] + 1e-9, row[2]) for row in gold]
+    expect(judge("sqleval", "SELECT a, b, c FROM t", gold, rounded), "values")
+    expect(judge({"profile": "sqleval", "float_decimals": 6}, "SELECT a, b, c FROM t", gold, rounded), "match")
+
+
+def test_strict_order_reads_the_mapping_off_the_rows():
+    gold = QueryResult.of(wide_table())
+    pred = QueryResult.of([tuple(row[index] for index in ORDER) for row in gold.rows])
+    options = EXECUTION_PROFILES["sqleval"]
+    verdict = compare_results(gold, pred, options, ordered=True)
+    expect(verdict, "match")
+    assert verdict.column_mapping == EXPECTED_MAPPING
+    expect(compare_results(gold, QueryResult.of(pred.rows[::-1]), options, ordered=True), "order")
+
+
+def reference_match(gold_rows, pred_rows, options, ordered, tie_groups) -> bool:
+    """The definition, literally: some column mapping under which the normalised rows agree."""
+    def normalised(rows):
+        return [tuple(normalise_value(cell, float_decimals=options.float_decimals, nulls=options.nulls) for cell in row) for row in rows]
+
+    def first_occurrences(rows):
+        return list(dict.fromkeys(rows))
+
+    gold, pred = normalised(gold_rows), normalised(pred_rows)
+    width = len(gold[0])
+    mappings = permutations(range(width)) if options.columns == "match" else [tuple(range(width))]
+    for mapping in mappings:
+        moved = [tuple(row[index] for index in mapping) for row in pred]
+        if not ordered:
+            agree = set(gold) == set(moved) if options.duplicates == "set" else Counter(gold) == Counter(moved)
+        elif options.ties == "any" and tie_groups is not None:
+            bounds = [*tie_groups, len(gold)]
+            agree = len(gold) == len(moved) and all(
+                Counter(gold[start:end]) == Counter(moved[start:end]) for start, end in zip(bounds, bounds[1:])
+            )
+        elif options.duplicates == "set":
+            agree = first_occurrences(gold) == first_occurrences(moved)
+        else:
+            agree = gold == moved
+        if agree:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_every_path_agrees_with_the_definition(seed):
+    rng = random.Random(seed)
+    pools = [[0, 1, 2], [0, 1, 1.0, True, 2.5], ["a", "b", "A"], [None, 1, "a"], [0.1 + 0.2, 0.3, float("nan")], [Decimal("1.0"), 1, Decimal("0.1"), 0.1]]
+    for _ in range(40):
+        width, height = rng.randint(1, 4), rng.choice([1, 3, 8, 30])
+        columns = [rng.choice(pools) for _ in range(width)]
+        gold = [[rng.choice(pool) for pool in columns] for _ in range(height)]
+        if rng.random() < 0.5:  # a key column
+            key = rng.randrange(width)
+            for index, row in enumerate(gold):
+                row[key] = index * 3
+        gold = [tuple(row) for row in gold]
+        order = list(range(width))
+        rng.shuffle(order)
+        pred = [tuple(row[index] for index in order) for row in gold]
+        change = rng.random()
+        if change < 0.4:
+            rng.shuffle(pred)
+        elif change < 0.55 and height > 1:
+            pred[0], pred[-1] = pred[-1], pred[0]
+        if rng.random() < 0.3:
+            position = rng.randrange(height)
+            pred[position] = tuple(rng.choice([cell, 7, None, "b"]) for cell in pred[position])
+        if rng.random() < 0.15:
+            pred.append(rng.choice(pred))
+        elif rng.random() < 0.15:
+            pred[-1] = pred[0]  # as many rows, one repeated and one gold row lost
+        options = resolve_execution({
+            "profile": "sqleval",
+            "duplicates": rng.choice(["bag", "set"]),
+            "columns": rng.choice(["match", "match", "positional"]),
+            "ties": rng.choice(["any", "gold"]),
+            "nulls": rng.choice(["equal", "equal", "distinct"]),
+            "float_decimals": rng.choice([None, None, 2]),
+        })
+        ordered = rng.random() < 0.5
+        tie_groups = tie_group_starts(gold, [rng.randrange(width)]) if ordered and rng.random() < 0.6 else None
+        if ordered and tie_groups is not None and options.ties == "any" and options.duplicates == "set":
+            continue  # tie groups of deduplicated rows: see test_tie_groups_with_set_semantics_follow_the_deduplicated_gold
+        verdict = compare_results(QueryResult.of(gold), QueryResult.of(pred), options, ordered=ordered, tie_groups=tie_groups)
+        assert verdict.match == reference_match(gold, pred, options, ordered, tie_groups), (gold, pred, options, ordered, tie_groups)
+
+
+@pytest.mark.parametrize("nulls", ["equal", "distinct"])
+@pytest.mark.parametrize("columns", [(0, 1), (1, 0)])
+def test_a_repeated_row_never_stands_in_for_a_lost_one(nulls, columns):
+    # equal-length keys: the key column's total length cannot tell the two results apart
+    gold = [(f"k{index}", index % 3) for index in range(10)]
+    pred = [tuple(row[index] for index in columns) for row in gold]
+    pred[-1] = pred[0]
+    options = resolve_execution({"profile": "sqleval", "nulls": nulls})
+    expect(compare_results(QueryResult.of(gold), QueryResult.of(pred), options, ordered=False), "values")
+    tied = compare_results(QueryResult.of(gold), QueryResult.of(pred), options, ordered=True, tie_groups=[0, 5])
+    expect(tied, "values")
+
+
+@pytest.mark.parametrize("nulls", ["equal", "distinct"])
+def test_rows_swapped_across_tie_groups_away_from_the_screened_rows(nulls):
+    gold = [(index, index // 10) for index in range(40)]
+    pred = list(gold)
+    pred[3], pred[13] = pred[13], pred[3]
+    options = resolve_execution({"profile": "sqleval", "nulls": nulls})
+    tie_groups = tie_group_starts(gold, [1])
+    expect(compare_results(QueryResult.of(gold), QueryResult.of(pred), options, ordered=True, tie_groups=tie_groups), "order")
+    pred = list(gold)
+    pred[3], pred[5] = pred[5], pred[3]  # inside one tie group: allowed
+    expect(compare_results(QueryResult.of(gold), QueryResult.of(pred), options, ordered=True, tie_groups=tie_groups), "match")

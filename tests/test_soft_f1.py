@@ -105,3 +105,54 @@ def test_agrees_with_the_literal_formula(seed):
 
     gold, pred = table(), table()
     assert score(gold, pred) == pytest.approx(reference_soft_f1(gold, pred))
+
+
+# ----------------------------------------------------------------------------- shortcuts keep the formula
+# Equal value sets are shown by aligning rows through a gold key column (raw rows when nulls are equal,
+# else normalised columns); the scores must stay exactly the formula's.
+
+
+def keyed_table(rng, height):
+    pool = [0, 1, 2, "a", "b", None, 2.5]
+    width = rng.randint(1, 4)
+    key = rng.randrange(width)
+    return [tuple(index * 7 if column == key else rng.choice(pool) for column in range(width)) for index in range(height)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_keyed_shortcuts_agree_with_the_literal_formula_exactly(seed):
+    rng = random.Random(seed)
+    gold = keyed_table(rng, rng.choice([1, 4, 12, 40]))
+    order = list(range(len(gold[0])))
+    rng.shuffle(order)
+    pred = [tuple(row[index] for index in order) for row in gold]
+    rng.shuffle(pred)
+    change = rng.random()
+    if change < 0.3:
+        pred += rng.sample(pred, k=min(3, len(pred)))  # repeated rows: every gold row is still hit
+    elif change < 0.5:
+        pred[0] = tuple(rng.choice([cell, 99, "z"]) for cell in pred[0])
+    elif change < 0.6:
+        pred = pred[: max(1, len(pred) // 2)]
+    elif change < 0.8:
+        pred[-1] = pred[0]  # as many rows, but one gold row is never hit
+    expected = reference_soft_f1(gold, pred)
+    assert score(gold, pred) == expected
+    if all(cell is not None for row in gold + pred for cell in row):
+        assert score(gold, pred, nulls="distinct") == expected  # no NULL: the normalised path, same score
+
+
+def test_repeated_predicted_rows_still_score_one():
+    gold = [(index, f"name{index}") for index in range(50)]
+    pred = [(name, index) for index, name in gold] + [("name3", 3)]
+    assert score(gold, pred) == 1.0
+    assert score(gold, pred, nulls="distinct") == 1.0
+
+
+def test_one_changed_column_is_scored_from_its_values():
+    gold = [(index, index % 4, f"n{index}") for index in range(40)]
+    pred = [(name, index, grade + 2) for index, grade, name in gold]  # half the grades are other values
+    expected = reference_soft_f1(gold, pred)
+    assert expected < 1.0
+    assert score(gold, pred) == expected
+    assert score(gold, pred, nulls="distinct") == expected

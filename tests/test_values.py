@@ -18,6 +18,10 @@ from pytest_sqleval.metrics.values import (
     column_kind,
     column_needs_normalising,
     display_row,
+    find_key_column,
+    find_row_key,
+    kind_and_total,
+    match_rows_by_key,
     normalise_column,
     normalise_value,
     split_columns,
@@ -160,3 +164,77 @@ def test_split_columns_refuses_ragged_rows():
 def test_display_row_shows_distinct_nulls_as_none():
     (row,) = rows_of([(None, 1)], nulls="distinct")
     assert display_row(row) == (None, 1)
+
+
+# ----------------------------------------------------------------------------- totals and key columns
+
+
+@pytest.mark.parametrize(
+    ("column", "expected"),
+    [([1, 2, True], (INTS, 4)), (["ab", "", "c"], (TEXT, 3)), (["a", None], (OTHER, None)), ([1, 0.5], (FLOATS, 1.5))],
+)
+def test_kind_and_total_keep_what_the_kind_check_computed(column, expected):
+    assert kind_and_total(column) == expected
+
+
+def test_table_totals_are_the_exact_int_sum_and_the_text_length():
+    table = Table([(1, "ab"), (2, "c")], 2)
+    assert table.totals == [3, 3]
+
+
+def test_key_column_is_a_column_of_distinct_values():
+    table = Table([(1, "x", 5), (1, "y", 6), (2, "z", 6)], 3)
+    key = table.key_column
+    assert key.index == 1
+    assert key.positions == {"x": 0, "y": 1, "z": 2}
+    assert key.rows_of(["z", "x"]) == [2, 0]
+    assert key.rows_of(["q"]) is None
+
+
+def test_no_key_column_when_every_column_repeats_a_value():
+    assert find_key_column([[1, 1, 2], ["a", "b", "a"]], [INTS, TEXT]) is None
+
+
+def test_row_key_reads_the_columns_out_of_the_rows():
+    key = find_row_key([(1, "a"), (1, "b")], 2)
+    assert key.index == 1
+    assert key.positions == {"a": 0, "b": 1}
+    assert find_row_key([([1], 1), ([2], 1)], 2) is None  # unhashable cells never make a key
+
+
+GOLD = [(1, "a", 0.5), (2, "b", 0.5), (3, "c", 1.5)]
+
+
+def test_match_rows_by_key_reads_the_mapping_off_the_rows():
+    pred = [(1.5, "c", 3), (0.5, "a", 1), (0.5, "b", 2)]  # columns (2, 1, 0), rows shuffled
+    assert match_rows_by_key(GOLD, pred, find_row_key(GOLD, 3)) == (2, 1, 0)
+
+
+def test_match_rows_by_key_needs_every_gold_row():
+    key = find_row_key(GOLD, 3)
+    assert match_rows_by_key(GOLD, [GOLD[0], GOLD[1], GOLD[1]], key) is None
+    # a repeated predicted row is allowed (set semantics, soft F1) as long as every gold row is hit
+    assert match_rows_by_key(GOLD, [*GOLD, GOLD[1]], key) == (0, 1, 2)
+
+
+def test_match_rows_by_key_keeps_rows_in_their_tie_groups():
+    key = find_row_key(GOLD, 3)
+    groups = [0, 0, 1]
+    assert match_rows_by_key(GOLD, [GOLD[1], GOLD[0], GOLD[2]], key, groups=groups) == (0, 1, 2)
+    assert match_rows_by_key(GOLD, [GOLD[2], GOLD[0], GOLD[1]], key, groups=groups) is None
+
+
+def test_match_rows_by_key_verifies_every_row_not_only_the_screened_ones():
+    gold = [(index, index % 7) for index in range(100)]
+    pred = list(gold)
+    pred[37] = (37, 99)  # not one of the screened rows
+    key = find_row_key(gold, 2)
+    assert match_rows_by_key(gold, gold[::-1], key) == (0, 1)
+    assert match_rows_by_key(gold, pred, key) is None
+
+
+def test_match_rows_by_key_tries_the_candidates_first_and_never_trusts_them():
+    key = find_row_key(GOLD, 3)
+    pred = [(row[1], row[0], row[2]) for row in GOLD]
+    assert match_rows_by_key(GOLD, pred, key, candidates=[(1, 0, 2)], read_off=False) == (1, 0, 2)
+    assert match_rows_by_key(GOLD, pred, key, candidates=[(0, 1, 2)], read_off=False) is None

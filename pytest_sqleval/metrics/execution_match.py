@@ -42,14 +42,51 @@ Deciding whether two tables are equal up to a permutation of rows *and*
 columns contains graph isomorphism (encode a graph's incidence matrix as a
 table), so no polynomial algorithm is known in theory. test-suite-sql-eval
 tries column permutations and does not finish on 11 columns sharing one
-value set. Here the mapping is found the way graph-isomorphism tools find
-isomorphisms, by individualisation-refinement:
+value set. Here a mapping is found in three stages, each exact: a mapping
+is only ever accepted after it has been verified on every row, and a miss
+is only ever concluded by the last two stages, never by a shortcut.
+
+**1. Raw rows (``nulls="equal"`` only).** Normalising never makes two
+equal values unequal, so rows that agree before normalising agree after
+it: a match shown on the raw rows is a match, and nothing is normalised,
+transposed or copied. Tried in turn: the identical row sequence; the
+mapping that equal column names suggest (case-insensitive; names only
+choose what is tried first, the rows decide, and misleading names cost one
+screen); the identity; and mappings read off the content. For the latter
+a gold *key column* (all values distinct, see
+:func:`~pytest_sqleval.metrics.values.match_rows_by_key`) names, for each
+predicted row, the only gold row it can be; a few such row pairs give the
+column mapping, which is then verified on all rows: the gold rows put in
+that order must equal the predicted rows, reordered by the mapping, and
+every gold row must be hit once (in its tie group, with ties). Strict
+order needs no key: row i is row i. Without a key column the names and
+identity candidates are verified with a Counter of row tuples. Anything
+this stage cannot show (NaN, Decimal, ``float_decimals``, unhashable
+cells, a genuine difference) falls through to the full comparison.
+
+**2. Key-column alignment** on the normalised columns. In any valid mapping
+the gold key column k corresponds to some predicted column t, and then the
+row correspondence is forced (predicted row s is the gold row holding its
+key value). So for each candidate t the gold columns are put in that row
+order and each is paired with a distinct predicted column equal to it
+value for value (equality of whole columns is an equivalence, so the first
+free equal column is as good as any). A candidate t is only skipped for a
+reason that rules it out in every mapping (its kind or exact total
+differs; a screened row is not a rearrangement of its gold row; a value is
+not a key value; a gold row is hit twice or outside its tie group), so
+when no t is left no mapping exists. With strict order no search is
+needed: a gold column must equal a predicted column value for value (found
+by bucketing columns by a few cells, then comparing whole columns).
+
+**3. Individualisation-refinement**, when gold has no key column (repeated
+rows, no column of distinct values), the way graph-isomorphism tools find
+isomorphisms:
 
 * every column gets a colour: a cheap fingerprint of its value multiset
-  (min and max for numbers, the total length for text, the sum of the
-  cells' hashes otherwise: one or two C-speed passes that allocate nothing
-  per cell); gold and predicted colour classes must have equal sizes, else
-  no mapping exists;
+  (the total length for text and the exact sum for ints, both kept from
+  the kind check; min and max for numbers when a float column could equal
+  an ints column; the sum of the cells' hashes otherwise); gold and
+  predicted colour classes must have equal sizes, else no mapping exists;
 * classes with several columns are split by anchor rows: each row gets a
   signature that no column permutation changes (the sum of its values, or
   of its cells' hashes, with its tie group). A signature that occurs once
@@ -67,13 +104,10 @@ isomorphisms, by individualisation-refinement:
 Every colour is a function of the column's content that any valid mapping
 preserves, so refinement never discards a valid mapping, and every mapping
 the search proposes is verified on full rows (a Counter of row tuples, or
-of (tie group, row) tuples), so a hash collision can cost time but never a
+of (tie group, row) pairs), so a hash collision can cost time but never a
 wrong verdict. Real query results are far from the adversarial
 constructions that make GI hard: the fingerprints or one anchor row almost
-always leave singleton classes, so the work is a few C-speed passes over
-the cells plus one verification. With strict order no search is needed: a
-gold column must equal a predicted column value for value, found by a dict
-keyed by the column's values (and equal columns mean equal rows).
+always leave singleton classes.
 
 The cyclic garbage collector is paused while comparing: the comparison
 allocates a tuple per row but never a reference cycle.
@@ -81,17 +115,36 @@ allocates a tuple per row but never a reference cycle.
 
 from __future__ import annotations
 
-import gc
+import math
 from collections import Counter, defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import repeat
-from operator import itemgetter
-from typing import Any, Hashable, Iterator, Sequence
+from itertools import compress, repeat
+from operator import itemgetter, ne
+from typing import Any, Hashable, Sequence
 
 from pytest_sqleval.metrics.profiles import ComparisonOptions
-from pytest_sqleval.metrics.values import FLOATS, INTS, NAN, TEXT, Column, Row, Table, display_row, split_columns
+from pytest_sqleval.metrics.values import (
+    FLOATS,
+    INTS,
+    NAN,
+    TEXT,
+    Column,
+    KeyColumn,
+    Row,
+    Table,
+    display_row,
+    find_key_column,
+    find_row_key,
+    gatherer,
+    gc_paused,
+    kind_and_total,
+    match_rows_by_key,
+    read_off_mapping,
+    reorderer,
+    screen_rows,
+    split_columns,
+)
 from pytest_sqleval.results import QueryResult
 
 Mapping = tuple[int, ...]
@@ -100,6 +153,8 @@ Colours = list[Hashable]
 MAX_EXAMPLE_ROWS = 5
 MAX_UNPRODUCTIVE_ANCHORS = 8
 ALIGNMENT_SAMPLE = 256
+
+_UNDECIDED: Any = object()  # "this shortcut cannot tell": the caller goes on with the general method
 
 
 @dataclass(frozen=True)
@@ -157,31 +212,107 @@ def compare_results(
     width = gold.column_count
     if width != pred.column_count:
         return _miss("column_count", f"gold has {_count(width, 'column')}, the prediction {pred.column_count}")
-    if options.nulls == "equal" and list(gold.rows) == list(pred.rows):  # equal raw values stay equal
-        return ExecutionVerdict(True, False, None, "same rows", tuple(range(width)))
     rules = _Rules(
         match_columns=options.columns == "match",
         distinct_rows=options.duplicates == "set",
         ordered=ordered,
         tie_starts=tuple(tie_groups) if ordered and options.ties == "any" and tie_groups is not None else None,
     )
-    with _gc_paused():
+    with gc_paused():
+        raw_key: KeyColumn | None = _UNDECIDED
+        if options.nulls == "equal":
+            mapping, raw_key = _raw_match(gold, pred, rules)
+            if mapping is not None:
+                return ExecutionVerdict(True, False, None, "same rows", mapping)
         gold_table = Table(gold.rows, width, float_decimals=options.float_decimals, nulls=options.nulls)
         pred_table = Table(pred.rows, width, float_decimals=options.float_decimals, nulls=options.nulls)
+        if raw_key is not _UNDECIDED and gold_table.unchanged:
+            gold_table.key_column = raw_key  # the same cells: the raw search's answer stands
         return _Comparison(gold_table, pred_table).verdict(rules)
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector (left on, it would traverse every row again and again)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+def _raw_match(gold: QueryResult, pred: QueryResult, rules: _Rules) -> tuple[Mapping | None, Any]:
+    """A column mapping under which the raw rows already agree under ``rules``, or None; and the gold key column.
+
+    With ``nulls="equal"`` normalising never makes two equal values unequal,
+    so rows that agree before normalising agree after it; None only means
+    "not shown this way" and the full comparison follows. Candidates: the
+    mapping that equal column names (case-insensitive) suggest, the
+    identity, and mappings read off the rows' content (see
+    values.match_rows_by_key; by row index under strict order). Names only
+    choose what is tried first: the rows decide. The key column found on the
+    raw gold rows (a KeyColumn, None when none was found, ``_UNDECIDED``
+    when none was looked for) is returned too for reuse.
+    """
+    mapping, key = None, _UNDECIDED
+    gold_rows = gold.rows if isinstance(gold.rows, list) else list(gold.rows)
+    pred_rows = pred.rows if isinstance(pred.rows, list) else list(pred.rows)
+    width = gold.column_count
+    identity = tuple(range(width))
     try:
-        yield
-    finally:
-        gc.enable()
+        if gold_rows == pred_rows:
+            return identity, key
+        if rules.ordered and rules.tie_starts is not None and rules.distinct_rows:
+            return None, key  # tie groups of deduplicated rows: left to the full comparison
+        if len(gold_rows) != len(pred_rows) and not (rules.distinct_rows and not rules.ordered):
+            return None, key
+        candidates = [identity]
+        if rules.match_columns:
+            named = _mapping_by_names(gold.columns, pred.columns)
+            if named is not None and named != identity:
+                candidates.insert(0, named)
+        if rules.ordered and rules.tie_starts is None:
+            return _raw_sequence_match(gold_rows, pred_rows, candidates[:-1], read_off=rules.match_columns), key
+        groups = _group_ids(rules.tie_starts, len(gold_rows)) if rules.ordered and rules.tie_starts else None
+        key = find_row_key(gold_rows, width)
+        if key is not None:
+            mapping = match_rows_by_key(gold_rows, pred_rows, key, candidates, groups, read_off=rules.match_columns)
+        else:
+            mapping = next((mapping for mapping in candidates if _raw_counts_agree(gold_rows, pred_rows, mapping, rules, groups)), None)
+    except (TypeError, ValueError, ArithmeticError, IndexError):  # an unhashable or odd raw value, a ragged row
+        return None, _UNDECIDED
+    return mapping, key
+
+
+def _mapping_by_names(gold_names: Sequence[str], pred_names: Sequence[str]) -> Mapping | None:
+    """The mapping that pairs equal column names (case-insensitive), when they pair off one to one."""
+    gold_keys = [str(name).casefold() for name in gold_names]
+    pred_index = {str(name).casefold(): index for index, name in enumerate(pred_names)}
+    if len(pred_index) != len(pred_names) or len(set(gold_keys)) != len(gold_keys) or set(gold_keys) != pred_index.keys():
+        return None
+    return tuple(pred_index[name] for name in gold_keys)
+
+
+def _raw_sequence_match(gold_rows: list[Row], pred_rows: list[Row], candidates: list[Mapping], read_off: bool) -> Mapping | None:
+    """Strict order: a mapping under which predicted row i is gold row i, for every i."""
+    screen = screen_rows(len(gold_rows))
+    if read_off:
+        pairs = [(gold_rows[row], pred_rows[row]) for row in screen]
+        read = read_off_mapping(pairs, len(gold_rows[0]), {})
+        if read is not None and read not in candidates:
+            candidates = [*candidates, read]
+    for mapping in candidates:
+        reorder = reorderer(mapping)
+        if reorder is None:
+            continue  # the identity was compared already
+        if all(reorder(pred_rows[row]) == gold_rows[row] for row in screen):
+            if list(map(reorder, pred_rows)) == gold_rows:
+                return mapping
+    return None
+
+
+def _raw_counts_agree(gold_rows: list[Row], pred_rows: list[Row], mapping: Mapping, rules: _Rules, groups: list[int] | None) -> bool:
+    """Without a key column: the rows as multisets (per tie group) or sets, after a screen of two rows."""
+    reorder = reorderer(mapping)
+    for index in (0, len(pred_rows) - 1):  # screen: these rows must be gold rows (a C-speed scan)
+        if (pred_rows[index] if reorder is None else reorder(pred_rows[index])) not in gold_rows:
+            return False
+    mapped = pred_rows if reorder is None else list(map(reorder, pred_rows))
+    if groups is not None:
+        return _same_counts(Counter(zip(groups, gold_rows)), Counter(zip(groups, mapped)))
+    if rules.distinct_rows:
+        return set(gold_rows) == set(mapped)
+    return _same_counts(Counter(gold_rows), Counter(mapped))
 
 
 def _compare_with_empty(gold: QueryResult, pred: QueryResult, options: ComparisonOptions) -> ExecutionVerdict:
@@ -219,34 +350,42 @@ def _count(number: int, noun: str) -> str:
 class _Side:
     """One result's rows as a comparison sees them under some rules."""
 
-    def __init__(self, rows: list[Row], columns: list[Column], kinds: list[str], groups: list[int] | None) -> None:
+    def __init__(self, rows: list[Row], columns: list[Column], kinds: list[str], groups: list[int] | None, table: Table | None) -> None:
         self.rows = rows
         self.columns = columns
         self.kinds = kinds  # see values.column_kind; dropping repeated rows never changes a kind
         self.groups = groups  # tie-group id of each row, or None
+        self.table = table  # the Table these rows are all of (None when repeated rows were dropped)
 
     @property
     def width(self) -> int:
         return len(self.columns)
 
     @cached_property
-    def cell_hashes(self) -> list[list[int]]:
-        return [list(map(hash, column)) for column in self.columns]
+    def totals(self) -> list[Any]:
+        """Per column, the total of values.kind_and_total (exact sum of ints, total length of text)."""
+        if self.table is not None:
+            return self.table.totals
+        return [kind_and_total(column)[1] for column in self.columns]
 
     @cached_property
-    def column_fingerprints(self) -> list[Hashable]:
-        return [_column_fingerprint(column, kind) for column, kind in zip(self.columns, self.kinds)]
+    def key_column(self) -> KeyColumn | None:
+        if self.table is not None:
+            return self.table.key_column
+        return find_key_column(self.columns, self.kinds)
+
+    @cached_property
+    def cell_hashes(self) -> list[list[int]]:
+        return [list(map(hash, column)) for column in self.columns]
 
     @property
     def only_ints(self) -> bool:
         return all(kind == INTS for kind in self.kinds)
 
     def row_keys(self, mapping: Mapping) -> Counter[Any]:
-        """The multiset of rows (prefixed by their tie group) with columns reordered by ``mapping``."""
-        if self.groups is None and mapping == tuple(range(self.width)):
-            return Counter(self.rows)
-        columns = [self.columns[index] for index in mapping]
-        return Counter(zip(*columns) if self.groups is None else zip(self.groups, *columns))
+        """The multiset of rows (paired with their tie group) with columns reordered by ``mapping``."""
+        rows = self.rows if mapping == tuple(range(self.width)) else zip(*(self.columns[index] for index in mapping))
+        return Counter(rows if self.groups is None else zip(self.groups, rows))
 
     def reordered_rows(self, mapping: Mapping) -> list[Row]:
         if mapping == tuple(range(self.width)):
@@ -264,16 +403,41 @@ class _Side:
         return signatures
 
 
-def _column_fingerprint(column: Column, kind: str) -> Hashable:
+def _may_equal_ints(side: _Side) -> bool:
+    """Whether some float column of ``side`` could hold only integral values (and so equal an ints column).
+
+    A sum of integral floats is integral (or not finite), so a float column
+    whose total, kept from the kind check, is a finite non-integer holds a
+    non-integral value.
+    """
+    return any(kind == FLOATS and not _has_fraction(total) for kind, total in zip(side.kinds, side.totals))
+
+
+def _has_fraction(total: Any) -> bool:
+    return isinstance(total, float) and math.isfinite(total) and not total.is_integer()
+
+
+def _column_fingerprints(side: _Side, ints_by_sum: bool) -> list[Hashable]:
+    return [
+        _column_fingerprint(column, kind, total, ints_by_sum)
+        for column, kind, total in zip(side.columns, side.kinds, side.totals)
+    ]
+
+
+def _column_fingerprint(column: Column, kind: str, total: Any, ints_by_sum: bool) -> Hashable:
     """A cheap summary of a column's value multiset: equal multisets always get equal fingerprints.
 
-    Numbers (ints and floats alike): (min, max), unless a NaN makes them
-    order-dependent; text: the total length; anything else: the sum of the
-    cells' hashes. Each is one or two passes without allocating per cell.
+    Text: the total length (kept from the kind check). Ints: their exact sum
+    (kept from the kind check) when ``ints_by_sum`` (no float column on
+    either side could equal an ints column, see :func:`_may_equal_ints`),
+    else (min, max) like floats; floats: (min, max), unless a NaN makes
+    them order-dependent; anything else: the sum of the cells' hashes.
     """
     if kind == TEXT:
-        return "text", sum(map(len, column))
-    if kind == INTS or (kind == FLOATS and NAN not in column):
+        return "text", total
+    if kind == INTS and ints_by_sum:
+        return "number", total
+    if kind == INTS or (kind == FLOATS and (math.isfinite(total) or NAN not in column)):  # a NaN makes the sum NaN
         return "number", min(column), max(column)
     return "other", sum(map(hash, column))
 
@@ -295,8 +459,8 @@ def _prepare(gold: Table, pred: Table, rules: _Rules) -> tuple[_Side, _Side]:
         if gold_groups[-1] == len(gold_groups) - 1:  # no ties at all: strict order
             gold_groups = pred_groups = None
     return (
-        _Side(gold_rows, gold_columns, gold.kinds, gold_groups),
-        _Side(pred_rows, pred_columns, pred.kinds, pred_groups),
+        _Side(gold_rows, gold_columns, gold.kinds, gold_groups, gold if gold_rows is gold.rows else None),
+        _Side(pred_rows, pred_columns, pred.kinds, pred_groups, pred if pred_rows is pred.rows else None),
     )
 
 
@@ -364,7 +528,11 @@ class _Comparison:
                 return _miss("order", "same rows in a different order", column_mapping=mapping)
         if not rules.distinct_rows:
             as_sets = rules.as_sets()
-            mapping = _find_mapping(*_prepare(self.gold, self.pred, as_sets), as_sets)
+            set_gold, set_pred = _prepare(self.gold, self.pred, as_sets)
+            if set_gold.rows is self.gold.rows and set_pred.rows is self.pred.rows:
+                mapping = None  # no repeated rows: the same question as the unordered bag, already answered no
+            else:
+                mapping = _find_mapping(set_gold, set_pred, as_sets)
             if mapping is not None:
                 unordered_gold, unordered_pred = _prepare(self.gold, self.pred, rules.unordered())
                 return self._miss_with_examples(
@@ -402,7 +570,13 @@ def _row_differences(gold: _Side, pred: _Side, mapping: Mapping) -> tuple[Counte
     """Rows gold has more often than the prediction, and the reverse (in gold column order)."""
     gold_rows = Counter(gold.rows)
     pred_rows = Counter(pred.reordered_rows(mapping))
-    return gold_rows - pred_rows, pred_rows - gold_rows
+    return _excess(gold_rows, pred_rows), _excess(pred_rows, gold_rows)
+
+
+def _excess(first: Counter[Row], second: Counter[Row]) -> Counter[Row]:
+    """``first - second`` (positive counts only), with the rows whose counts differ found at C speed."""
+    differing = compress(first, map(ne, first.values(), map(second.get, first, repeat(0))))
+    return Counter({row: first[row] - second.get(row, 0) for row in differing if first[row] > second.get(row, 0)})
 
 
 def _inverse_keys(rows: Counter[Row], mapping: Mapping) -> Counter[Row]:
@@ -429,10 +603,20 @@ def _examples(rows: list[Row], wanted: Counter[Row]) -> tuple[Row, ...]:
     return tuple(examples)
 
 
+def _first_distinct(column: Column, count: int) -> list[Any]:
+    """The first ``count`` distinct values of ``column``, in order, reading only as much of it as needed."""
+    length = count
+    while True:
+        values = list(dict.fromkeys(column[:length]))
+        if len(values) >= count or length >= len(column):
+            return values[:count]
+        length *= 4
+
+
 def _best_alignment(gold_columns: list[Column], pred_columns: list[Column]) -> Mapping:
     """A column alignment for showing a miss: greedily pair the columns whose values overlap most."""
     gold_sets = [set(column) for column in gold_columns]
-    samples = [list(dict.fromkeys(column))[:ALIGNMENT_SAMPLE] for column in pred_columns]
+    samples = [_first_distinct(column, ALIGNMENT_SAMPLE) for column in pred_columns]
     scores = sorted(
         (
             (-sum(map(gold_set.__contains__, sample)), gold_index != pred_index, gold_index, pred_index)
@@ -460,6 +644,9 @@ def _find_mapping(gold: _Side, pred: _Side, rules: _Rules) -> Mapping | None:
     if rules.match_columns:
         if strict:
             return _sequence_mapping(gold.columns, pred.columns)
+        mapping = _keyed_mapping(gold, pred)
+        if mapping is not _UNDECIDED:
+            return mapping
         return _ColumnSearch(gold, pred).mapping()
     identity = tuple(range(gold.width))
     if strict:
@@ -473,17 +660,132 @@ def _same_counts(first: Counter[Any], second: Counter[Any]) -> bool:
 
 
 def _sequence_mapping(gold_columns: list[Column], pred_columns: list[Column]) -> Mapping | None:
-    """Strict order: each gold column must equal a distinct predicted column, value for value."""
-    candidates: defaultdict[tuple[Any, ...], list[int]] = defaultdict(list)
+    """Strict order: each gold column must equal a distinct predicted column, value for value.
+
+    Columns are bucketed by a few cells (equal columns share a bucket), then
+    compared in full; equal columns are interchangeable, so the first equal
+    one is taken.
+    """
+    candidates: defaultdict[Hashable, list[int]] = defaultdict(list)
     for pred_index, column in enumerate(pred_columns):
-        candidates[tuple(column)].append(pred_index)
+        candidates[_sequence_key(column)].append(pred_index)
     mapping = []
     for column in gold_columns:
-        matching = candidates.get(tuple(column))
-        if not matching:
+        matching = candidates.get(_sequence_key(column), [])
+        for position, pred_index in enumerate(matching):
+            if pred_columns[pred_index] == column:
+                mapping.append(pred_index)
+                del matching[position]
+                break
+        else:
             return None
-        mapping.append(matching.pop(0))
     return tuple(mapping)
+
+
+def _sequence_key(column: Column) -> Hashable:
+    """A few cells of a column (equal columns have equal keys)."""
+    return len(column), column[0], column[len(column) // 2], column[-1]
+
+
+# --------------------------------------------------------------------------- key-column alignment
+
+
+def _keyed_mapping(gold: _Side, pred: _Side) -> Mapping | None:
+    """Match columns through a gold key column (all values distinct); ``_UNDECIDED`` when there is none.
+
+    In any valid mapping the gold key column k corresponds to some predicted
+    column t, and then every predicted row can only correspond to the gold
+    row whose key value it holds: the row correspondence is forced. So for
+    each candidate t: look the rows up (every value must be a key value,
+    each gold row hit once, inside its tie group), put the gold columns in
+    that row order and pair every gold column with a distinct predicted
+    column equal to it value for value. A candidate t is only skipped for
+    a reason that rules it out in every mapping: the kinds or exact totals
+    (ints: the sum; text: the total length) differ, or one of a few
+    screened predicted rows is not a rearrangement of the gold row it would
+    correspond to. No t left: no mapping exists. The verification is the
+    value-for-value equality of every column under a bijection of rows.
+    """
+    try:
+        key = gold.key_column
+        if key is None:
+            return _UNDECIDED
+        screen = screen_rows(len(gold.rows), 3)
+        for t in _key_candidates(gold, pred, key.index):
+            if not _screened_rows_correspond(gold, pred, key, t, screen):
+                continue
+            order = key.rows_of(pred.columns[t])  # order[s]: the gold row that predicted row s must be
+            if order is None or len(set(order)) != len(order):
+                continue
+            if gold.groups is not None and list(map(gold.groups.__getitem__, order)) != pred.groups:
+                continue
+            mapping = _assign_columns(gold, pred, order, key.index, t)
+            if mapping is not None:
+                return mapping
+        return None
+    except TypeError:  # an unhashable driver value: the general search decides
+        return _UNDECIDED
+
+
+def _key_candidates(gold: _Side, pred: _Side, key: int) -> list[int]:
+    """Predicted columns the gold key column could equal: the same kind first, exclusions exact."""
+    kind, total = gold.kinds[key], gold.totals[key]
+    same, other = [], []
+    for t, (pred_kind, pred_total) in enumerate(zip(pred.kinds, pred.totals)):
+        if pred_kind == kind:
+            if kind in (INTS, TEXT) and pred_total != total:
+                continue  # equal value multisets have equal exact totals
+            same.append(t)
+        elif TEXT in (kind, pred_kind) and {kind, pred_kind} <= {TEXT, INTS, FLOATS}:
+            continue  # a str never equals a number
+        else:
+            other.append(t)
+    return same + other
+
+
+def _screened_rows_correspond(gold: _Side, pred: _Side, key: KeyColumn, t: int, screen: list[int]) -> bool:
+    """Whether each screened predicted row holds the cells of the gold row its column t points to."""
+    pred_key = pred.columns[t]
+    for row in screen:
+        gold_row = key.positions.get(pred_key[row])
+        if gold_row is None:
+            return False
+        if gold.groups is not None and gold.groups[gold_row] != pred.groups[row]:  # type: ignore[index]
+            return False
+        gold_cells = Counter(column[gold_row] for column in gold.columns)
+        if not _same_counts(gold_cells, Counter(column[row] for column in pred.columns)):
+            return False
+    return True
+
+
+def _assign_columns(gold: _Side, pred: _Side, order: list[int], key: int, t: int) -> Mapping | None:
+    """Pair each gold column, its rows put in ``order``, with a distinct predicted column equal to it.
+
+    Equality of whole columns is an equivalence, so taking the first equal
+    free column never blocks a pairing that another choice would allow.
+    """
+    gather = gatherer(order)
+    mapping = {key: t}
+    free = [index for index in range(pred.width) if index != t]
+    first = order[0]
+    for gold_index, gold_column in enumerate(gold.columns):
+        if gold_index == key:
+            continue  # equal to column t by construction of ``order``
+        head = gold_column[first]
+        gathered = None
+        for position, pred_index in enumerate(free):
+            pred_column = pred.columns[pred_index]
+            if pred_column[0] is not head and pred_column[0] != head:
+                continue
+            if gathered is None:
+                gathered = gather(gold_column)
+            if gathered == pred_column:
+                mapping[gold_index] = pred_index
+                del free[position]
+                break
+        else:
+            return None
+    return tuple(mapping[index] for index in range(gold.width))
 
 
 class _ColumnSearch:
@@ -501,7 +803,8 @@ class _ColumnSearch:
         return _same_counts(self.gold_keys, self.pred.row_keys(mapping))
 
     def mapping(self) -> Mapping | None:
-        colours = _relabel(self.gold.column_fingerprints, self.pred.column_fingerprints)
+        ints_by_sum = not (_may_equal_ints(self.gold) or _may_equal_ints(self.pred))
+        colours = _relabel(_column_fingerprints(self.gold, ints_by_sum), _column_fingerprints(self.pred, ints_by_sum))
         if colours is None:
             return None
         if not _all_singletons(colours[0]):

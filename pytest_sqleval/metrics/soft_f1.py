@@ -25,13 +25,30 @@ Worked checks: gold ``(shop, count) = [("A", 5)]`` against the prediction
 ``(shop) = [("A",)]`` scores Precision 1, Recall 1/2, F1 2/3; the first
 four rows of a five-row gold whose columns share no values score 8/9.
 
-Speed: each column's distinct values are built once; gold and predicted
-columns with equal value sets are paired off first (F1 = 1, one set
-comparison per pair, no counting);
-a pair is only scored while one of its two columns still lacks a perfect
+Speed, without changing a single score: pairs of columns with equal value
+sets have F1 = 1 exactly, and any certificate of equal value sets will do.
+
+* With ``nulls="equal"``, on the raw rows (normalising never makes equal
+  values unequal): if gold has a key column (all values distinct) and
+  :func:`~pytest_sqleval.metrics.values.match_rows_by_key` finds a column
+  mapping under which every predicted row is the gold row holding its key
+  value and every gold row is hit, each predicted column holds exactly the
+  values of its gold column: every column's best F1 is 1 and so is the
+  score. Nothing is normalised, transposed or put in a set.
+* Otherwise, on the normalised columns, the same alignment proves single
+  pairs: with ``order[s]`` the gold row named by predicted cell P[s,t]
+  (every gold row named), ``P[:,u] == G[order,n]`` value for value means
+  columns n and u hold the same values.
+* The remaining columns build their distinct values once, on first use;
+  gold and predicted columns with equal value sets are paired off by the
+  sets' size and hash (a frozenset's hash is computed once, in C), each
+  pair confirmed with ``==``.
+
+A pair is only scored while one of its two columns still lacks a perfect
 partner; a column of numbers and a column of text score 0 without looking
 at their values; a share is a set intersection, and cells are counted only
-over that intersection when the column has repeated values.
+over that intersection when the column has repeated values. The garbage
+collector is paused while scoring.
 """
 
 from __future__ import annotations
@@ -40,23 +57,63 @@ from collections import Counter
 from functools import cached_property
 from typing import Any, Hashable
 
-from pytest_sqleval.metrics.values import FLOATS, INTS, TEXT, Column, Nulls, Table
+from pytest_sqleval.metrics.values import (
+    FLOATS,
+    INTS,
+    TEXT,
+    Column,
+    Nulls,
+    Table,
+    find_row_key,
+    gatherer,
+    gc_paused,
+    match_rows_by_key,
+    screen_rows,
+)
 from pytest_sqleval.results import QueryResult
 
 
 _FAMILIES = {INTS: "numbers", FLOATS: "numbers", TEXT: "text"}
+SCREEN_ROWS = 3
+"""How many predicted rows are looked at to choose the column a gold key column aligns with."""
 
 
 def soft_f1(gold: QueryResult, pred: QueryResult, *, float_decimals: int | None = None, nulls: Nulls = "equal") -> float:
     """The MRO Soft Execution F1 of ``pred`` against ``gold``, in [0, 1]."""
     if gold.is_empty or pred.is_empty:
         return 1.0 if gold.is_empty and pred.is_empty else 0.0
-    gold_columns = _value_columns(gold, float_decimals, nulls)
-    pred_columns = _value_columns(pred, float_decimals, nulls)
-    best_gold, best_pred = _best_pairings(gold_columns, pred_columns)
+    with gc_paused():
+        if nulls == "equal" and _same_raw_columns(gold, pred):
+            return 1.0
+        gold_table = Table(gold.rows, gold.column_count, float_decimals=float_decimals, nulls=nulls)
+        pred_table = Table(pred.rows, pred.column_count, float_decimals=float_decimals, nulls=nulls)
+        gold_columns = _value_columns(gold_table)
+        pred_columns = _value_columns(pred_table)
+        best_gold, best_pred = _best_pairings(gold_columns, pred_columns, _aligned_equal_pairs(gold_table, pred_table))
     precision = sum(best_pred) / len(best_pred)
     recall = sum(best_gold) / len(best_gold)
     return _f1(precision, recall)
+
+
+def _same_raw_columns(gold: QueryResult, pred: QueryResult) -> bool:
+    """Whether the raw columns pair off one to one with equal values (then every F1[n,t] of a pair is 1 and the score is 1).
+
+    Shown on the raw cells (normalising with ``nulls="equal"`` never makes
+    equal values unequal) by values.match_rows_by_key: a column mapping
+    under which every predicted row is a gold row and every gold row is hit
+    gives each predicted column exactly the values of its gold column.
+    False only means "not shown this way".
+    """
+    width = gold.column_count
+    if pred.column_count != width or len(pred.rows) < len(gold.rows):
+        return False
+    gold_rows = gold.rows if isinstance(gold.rows, list) else list(gold.rows)
+    pred_rows = pred.rows if isinstance(pred.rows, list) else list(pred.rows)
+    try:
+        key = find_row_key(gold_rows, width)
+        return key is not None and match_rows_by_key(gold_rows, pred_rows, key, [tuple(range(width))]) is not None
+    except (TypeError, ValueError, ArithmeticError, IndexError):  # an unhashable or odd raw value, a ragged row
+        return False
 
 
 def _f1(precision: float, recall: float) -> float:
@@ -65,15 +122,18 @@ def _f1(precision: float, recall: float) -> float:
 
 
 class _ValueColumn:
-    """One column's cells and its distinct values."""
+    """One column's cells; its distinct values and their counts are built on first use."""
 
     def __init__(self, cells: Column, kind: str) -> None:
         self.cells = cells
         self.family = _FAMILIES.get(kind)  # None: could hold values of any type
-        self.distinct = frozenset(cells)
 
     def may_share_values(self, other: _ValueColumn) -> bool:
         return self.family is None or other.family is None or self.family == other.family
+
+    @cached_property
+    def distinct(self) -> frozenset[Any]:
+        return frozenset(self.cells)
 
     @cached_property
     def counts(self) -> Counter[Hashable]:
@@ -88,15 +148,84 @@ class _ValueColumn:
         return sum(map(self.counts.__getitem__, common)) / len(self.cells)
 
 
-def _value_columns(result: QueryResult, float_decimals: int | None, nulls: Nulls) -> list[_ValueColumn]:
-    table = Table(result.rows, result.column_count, float_decimals=float_decimals, nulls=nulls)
+def _value_columns(table: Table) -> list[_ValueColumn]:
     return [_ValueColumn(column, kind) for column, kind in zip(table.columns, table.kinds)]
 
 
-def _best_pairings(gold: list[_ValueColumn], pred: list[_ValueColumn]) -> tuple[list[float], list[float]]:
-    """max over t of F1[n,t] for each gold column n, and max over n for each predicted column t."""
+def _aligned_equal_pairs(gold: Table, pred: Table) -> list[tuple[int, int]]:
+    """Pairs (n, t) of columns whose value sets are equal, shown without building any set.
+
+    If gold has a key column k (all values distinct), each cell of a
+    predicted column t names one gold row: ``order[s]`` is the gold row
+    whose key equals ``P[s,t]``. When every gold row is named (``order`` is
+    onto) and ``P[s,u] == G[order[s],n]`` for every predicted row s, then
+    column u holds exactly the values of column n: F1[n,u] = 1. The column
+    t is chosen by a few screened rows (a heuristic: a wrong choice only
+    finds fewer pairs); every pair returned is proved by the equality of
+    whole columns. Pairs not found here are scored from the value sets.
+    """
+    key = gold.key_column
+    gold_rows, pred_rows = len(gold.columns[0]), len(pred.columns[0])
+    if key is None or pred_rows < gold_rows:
+        return []
+    try:
+        t = _aligned_column(gold, pred, key.index, key.positions)
+        if t is None:
+            return []
+        order = key.rows_of(pred.columns[t])
+        if order is None or len(set(order)) != gold_rows:
+            return []
+    except TypeError:  # an unhashable driver value
+        return []
+    gather = gatherer(order)
+    pairs = [(key.index, t)]  # equal by construction of ``order``
+    for n, gold_column in enumerate(gold.columns):
+        head = gold_column[order[0]]
+        gathered = None
+        for u, pred_column in enumerate(pred.columns):
+            if (n, u) == (key.index, t) or (pred_column[0] is not head and pred_column[0] != head):
+                continue
+            if gathered is None:
+                gathered = gather(gold_column)
+            if gathered == pred_column:
+                pairs.append((n, u))
+    return pairs
+
+
+def _aligned_column(gold: Table, pred: Table, key: int, positions: dict[Any, int]) -> int | None:
+    """The predicted column whose screened rows share the most cells with the gold rows their values name."""
+    pred_rows = len(pred.columns[0])
+    screen = screen_rows(pred_rows, SCREEN_ROWS)
+    key_family = _FAMILIES.get(gold.kinds[key])
+    best, best_shared = None, 0
+    for t, (column, kind) in enumerate(zip(pred.columns, pred.kinds)):
+        family = _FAMILIES.get(kind)
+        if key_family is not None and family is not None and family != key_family:
+            continue
+        shared = 0
+        for row in screen:
+            gold_row = positions.get(column[row])
+            if gold_row is None:
+                break
+            gold_cells = Counter(gold_column[gold_row] for gold_column in gold.columns)
+            shared += sum((gold_cells & Counter(pred_column[row] for pred_column in pred.columns)).values())
+        else:
+            if shared > best_shared:
+                best, best_shared = t, shared
+    return best
+
+
+def _best_pairings(
+    gold: list[_ValueColumn], pred: list[_ValueColumn], equal_pairs: list[tuple[int, int]]
+) -> tuple[list[float], list[float]]:
+    """max over t of F1[n,t] for each gold column n, and max over n for each predicted column t.
+
+    ``equal_pairs`` are pairs already known to have equal value sets (F1 = 1).
+    """
     best_gold = [0.0] * len(gold)
     best_pred = [0.0] * len(pred)
+    for n, t in equal_pairs:
+        best_gold[n] = best_pred[t] = 1.0
     _pair_equal_value_sets(gold, pred, best_gold, best_pred)
     for n, gold_column in enumerate(gold):
         for t, pred_column in enumerate(pred):
@@ -111,17 +240,30 @@ def _best_pairings(gold: list[_ValueColumn], pred: list[_ValueColumn]) -> tuple[
 def _pair_equal_value_sets(
     gold: list[_ValueColumn], pred: list[_ValueColumn], best_gold: list[float], best_pred: list[float]
 ) -> None:
-    """Score 1 for gold and predicted columns paired off by equal value sets (one comparison per pair)."""
-    unpaired: dict[int, list[int]] = {}  # predicted columns by their number of distinct values
+    """Score 1 for gold and predicted columns (both still below 1) paired off by equal value sets.
+
+    Candidates are found by the sets' size and hash (a frozenset's hash is
+    computed once, in C); each candidate pair is confirmed with ``==``.
+    """
+    unpaired: dict[tuple[int, int], list[int]] = {}
     for t, pred_column in enumerate(pred):
-        unpaired.setdefault(len(pred_column.distinct), []).append(t)
+        if best_pred[t] < 1.0:
+            unpaired.setdefault(_set_key(pred_column.distinct), []).append(t)
+    if not unpaired:
+        return
     for n, gold_column in enumerate(gold):
-        candidates = unpaired.get(len(gold_column.distinct), [])
+        if best_gold[n] == 1.0:
+            continue
+        candidates = unpaired.get(_set_key(gold_column.distinct), [])
         for t in candidates:
             if gold_column.distinct == pred[t].distinct:
                 best_gold[n] = best_pred[t] = 1.0
                 candidates.remove(t)
                 break
+
+
+def _set_key(values: frozenset[Any]) -> tuple[int, int]:
+    return len(values), hash(values)
 
 
 def _pair_f1(gold: _ValueColumn, pred: _ValueColumn) -> float:
