@@ -140,7 +140,7 @@ def load_suite(path: str | Path) -> Suite:
     execution = _execution(ctx, data.get("execution"), lines.get("execution"))
     exact_match = _exact_match(ctx, data.get("exact_match"), lines.get("exact_match"))
     pass_if = _pass_if(ctx, data.get("pass_if", DEFAULT_PASS_RULE_TEXT), lines.get("pass_if"))
-    thresholds, threshold_lines = _thresholds(ctx, data.get("thresholds"), lines.get("thresholds"))
+    thresholds = _thresholds(ctx, data.get("thresholds"), lines.get("thresholds"))
     classifier = data.get("difficulty", "spider")
     if classifier not in DIFFICULTY_CLASSIFIERS:
         raise ctx.error(f"unknown difficulty classifier {classifier!r}", lines.get("difficulty"),
@@ -166,7 +166,6 @@ def load_suite(path: str | Path) -> Suite:
         dialect=dialect,
         difficulty_classifier=classifier,
         thresholds=thresholds,
-        threshold_lines=threshold_lines,
         timeout=timeout,
         max_rows=max_rows,
         description=str(data.get("description") or ""),
@@ -523,9 +522,9 @@ def _pass_if(ctx: _Context, value: Any, line: int | None):
                         fix="write e.g. `pass_if: execution_match` or `pass_if: soft_f1 >= 0.8`") from None
 
 
-def _thresholds(ctx: _Context, value: Any, line: int | None) -> tuple[dict[str, float], dict[str, int]]:
+def _thresholds(ctx: _Context, value: Any, line: int | None) -> dict[str, float]:
     if value is None:
-        return {}, {}
+        return {}
     if not isinstance(value, dict):
         raise ctx.error("`thresholds:` must be a mapping of metric: value", line,
                         fix="write e.g. `thresholds: {execution_accuracy: 0.6}`")
@@ -536,7 +535,7 @@ def _thresholds(ctx: _Context, value: Any, line: int | None) -> tuple[dict[str, 
             thresholds[str(metric)] = make_threshold(str(metric), bound, "suite").value
         except ThresholdError as exc:
             raise ctx.error(str(exc), metric_line, fix="see the metric names in the README") from None
-    return thresholds, {str(k): v for k, v in value.key_lines.items()}
+    return thresholds
 
 
 def _positive_number(ctx: _Context, data: Mapping, key: str, *, integer: bool = False) -> float | int | None:

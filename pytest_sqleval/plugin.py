@@ -239,7 +239,7 @@ def _is_suite_problem(error: BaseException) -> bool:
     return isinstance(error, (DatabaseError, GoldError, SuiteError))
 
 
-def _error_record(item: "CaseItem", call: pytest.CallInfo, report: pytest.TestReport) -> dict[str, Any]:
+def _error_record(item: CaseItem, call: pytest.CallInfo, report: pytest.TestReport) -> dict[str, Any]:
     """A case that could not be scored: its gold failed or its database could not be opened."""
     from .errors import DatabaseError, GoldError
     from .evaluate import Prepared, base_record

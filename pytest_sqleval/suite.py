@@ -111,7 +111,6 @@ class Suite:
     dialect: str | None = None
     difficulty_classifier: str = "spider"
     thresholds: Mapping[str, float] = field(default_factory=dict)
-    threshold_lines: Mapping[str, int] = field(default_factory=dict)
     timeout: float | None = None
     max_rows: int | None = None
     description: str = ""

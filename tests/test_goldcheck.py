@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 
 import pytest
@@ -43,7 +42,7 @@ def findings(pytester, *args):
     result = run(pytester, "--sqleval-gold-size=5", *args)
     by_case = {}
     for line in result.stdout.lines:
-        if line.startswith("warning ") or line.startswith("BROKEN "):
+        if line.startswith(("warning ", "BROKEN ")):
             _, rest = line.split(" ", 1)
             case, kind = rest.split(": ", 2)[:2]
             by_case.setdefault(case, []).append(kind)
