@@ -278,6 +278,7 @@ def base_record(case: Case, suite: Suite, prediction: str | None, prepared: Prep
         "question": case.question,
         "gold": case.gold,
         "predicted": prediction,
+        **({"metadata": dict(case.extra)} if case.extra else {}),
     }
 
 

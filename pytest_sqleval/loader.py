@@ -249,7 +249,7 @@ def _expand_case(
         schema=schema,
         difficulty=_difficulty_label(ctx, entry),
         tags=_tags(ctx, entry),
-        extra=dict(entry.get("metadata") or {}),
+        extra=_metadata(ctx, entry),
     )
     if "interaction" in entry:
         for key in ("gold", "predicted"):
@@ -319,6 +319,27 @@ def _sql_text(ctx: _Context, entry: _Mapping, key: str, where: str, *, required:
     if required and not value.strip():
         raise ctx.error(f"`{key}:` of {where!r} is empty", entry.key_lines[key], fix=f"write the {key} SQL after `{key}:`")
     return value
+
+
+def _metadata(ctx: _Context, entry: _Mapping) -> dict[str, Any]:
+    value = entry.get("metadata")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ctx.error("`metadata:` must be a mapping", entry.key_lines["metadata"],
+                        fix="write e.g. `metadata: {source: spider, author: ana}`")
+    return _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    """YAML values as JSON primitives (dates become ISO strings), so they travel in reports."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _optional_text(value: Any) -> str | None:

@@ -19,6 +19,8 @@ thresholds:
 cases:
   - id: count-open
     question: How many open tickets?
+    notes: the simplest case
+    metadata: {source: hand-written, reviewed: 2026-11-30, labels: [a, b]}
     gold: SELECT count(*) FROM tickets WHERE status = 'open'
     predicted: SELECT count(id) FROM tickets WHERE status = 'open'
     tags: [aggregation]
@@ -109,6 +111,8 @@ def test_every_outcome_and_error_kind(shop):
     assert result.parseoutcomes() == {"passed": 1, "missed": 9}
     cases = {c["id"]: c for c in report["cases"]}
     assert cases["count-open"]["outcome"] == "passed"
+    assert cases["count-open"]["metadata"] == {"source": "hand-written", "reviewed": "2026-11-30", "labels": ["a", "b"]}
+    assert "metadata" not in cases["wipe"]
     for case_id, kind in EXPECTED_KINDS.items():
         assert cases[case_id]["outcome"] == "missed"
         assert cases[case_id]["valid"] is False

@@ -12,7 +12,7 @@ SCHEMA = "sqleval-report/1"
 CASE_KEYS = (
     "suite", "id", "interaction", "turn", "database", "difficulty", "tags", "question", "gold", "predicted",
     "valid", "error", "execution_match", "soft_f1", "exact_match", "clauses", "vacuous", "outcome",
-    "mismatch", "databases", "exact_match_reason", "difficulty_source", "order_note",
+    "mismatch", "databases", "exact_match_reason", "difficulty_source", "order_note", "metadata",
 )
 
 
