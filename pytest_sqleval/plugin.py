@@ -152,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = config.workerinput["workerid"] if _is_worker(config) else "main"
     state = SqlevalState(
         settings=settings,
-        engines=EngineFactory(build_dir=_build_dir(config, worker), worker=worker, url_override=settings.database_url),
+        engines=EngineFactory(build_dir=_build_dir(worker), worker=worker, url_override=settings.database_url),
         evaluator=Evaluator(timeout=settings.timeout or DEFAULT_TIMEOUT, max_rows=settings.max_rows or DEFAULT_MAX_ROWS),
         predictions=predictions,
     )
@@ -160,9 +160,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SqlevalSession(config, state), "sqleval-session")
 
 
-def _build_dir(config: pytest.Config, worker: str) -> Path:
-    root = Path(os.environ.get("SQLEVAL_BUILD_DIR") or (Path(config.rootpath) / ".pytest_cache" / "sqleval"))
-    return root / f"{os.getpid()}-{worker}"
+def _build_dir(worker: str) -> Path:
+    """Where this process builds setup-script databases: a private temporary directory, removed at the end."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"sqleval-{worker}-", dir=os.environ.get("SQLEVAL_BUILD_DIR")))
 
 
 @pytest.hookimpl(optionalhook=True)
