@@ -65,10 +65,11 @@ class Verdict:
     def line(self) -> str:
         t = self.threshold
         word = "PASS" if self.passed else "FAIL"
+        fmt = _fmt_rate if t.bound == "min" else _fmt_count
         if self.actual is None:
-            return f"{word} {t.metric}: not computed in this run (no case produced it), required {_symbol(t.bound, True)} {_fmt(t.value)}"
+            return f"{word} {t.metric}: not computed in this run (no case produced it), required {_symbol(t.bound, True)} {fmt(t.value)}"
         relation = _symbol(t.bound, self.passed)
-        return f"{word} {t.metric} {_fmt(self.actual)} {relation} {_fmt(t.value)}"
+        return f"{word} {t.metric} {fmt(self.actual)} {relation} {fmt(t.value)}"
 
     def as_json(self) -> dict[str, Any]:
         t = self.threshold
@@ -81,10 +82,18 @@ def _symbol(bound: str, passed: bool) -> str:
     return "<=" if passed else ">"
 
 
-def _fmt(value: float) -> str:
-    if float(value).is_integer() and abs(value) >= 1:
+def _fmt_rate(value: float) -> str:
+    """Two to four decimals: 0.6 -> 0.60, 0.58704 -> 0.587, 1.0 -> 1.00."""
+    text = f"{value:.4f}".rstrip("0")
+    decimals = len(text.split(".", 1)[1])
+    return text + "0" * max(0, 2 - decimals)
+
+
+def _fmt_count(value: float) -> str:
+    """A whole number when it is one (error_count 7); a grouped count keeps up to four decimals."""
+    if float(value).is_integer():
         return str(int(value))
-    return f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
+    return f"{value:.4f}".rstrip("0")
 
 
 def direction(metric: str) -> str:

@@ -15,7 +15,7 @@ AGGREGATES = {
 def test_min_threshold_fails_with_the_documented_line():
     verdict = make_threshold("execution_accuracy", 0.60, "suite").check(AGGREGATES)
     assert not verdict.passed
-    assert verdict.line() == "FAIL execution_accuracy 0.58 < 0.6"
+    assert verdict.line() == "FAIL execution_accuracy 0.58 < 0.60"
     assert verdict.as_json() == {"metric": "execution_accuracy", "min": 0.6, "value": 0.58, "passed": False, "source": "suite"}
 
 
@@ -57,3 +57,17 @@ def test_precedence_cli_over_suite_over_ini():
 def test_bad_assignments(text, message):
     with pytest.raises(ThresholdError, match=message):
         parse_assignment(text, "cli")
+
+
+@pytest.mark.parametrize(
+    "metric, bound, actual, line",
+    [
+        ("soft_f1", 0.8, 1.0, "PASS soft_f1 1.00 >= 0.80"),
+        ("valid_syntax", 0.8, 0.851851, "PASS valid_syntax 0.8519 >= 0.80"),
+        ("error_count", 0, 0, "PASS error_count 0 <= 0"),
+        ("by_gold_sql.error_count", 4, 4.5, "FAIL by_gold_sql.error_count 4.5 > 4"),
+    ],
+)
+def test_verdict_formatting(metric, bound, actual, line):
+    aggregates = {"metrics": {metric: actual}, "by_gold_sql": {"error_count": actual}}
+    assert make_threshold(metric, bound, "cli").check(aggregates).line() == line

@@ -165,13 +165,13 @@ def test_gold_failure_and_unopenable_database_are_errors(pytester):
 def test_threshold_gate_and_exit_status(shop, workers):
     passing = shop.runpytest_subprocess("--sqleval", "-p", "no:cacheprovider", *workers)
     assert passing.ret == 0
-    passing.stdout.fnmatch_lines(["*PASS execution_accuracy 0.1 >= 0.1*"])
+    passing.stdout.fnmatch_lines(["*PASS execution_accuracy 0.10 >= 0.10*"])
     failing = shop.runpytest_subprocess("--sqleval", "-p", "no:cacheprovider", "--sqleval-threshold",
                                         "execution_accuracy=0.6", "--sqleval-threshold", "error_count=3", *workers)
     assert failing.ret == pytest.ExitCode.TESTS_FAILED
     failing.stdout.fnmatch_lines([
         "*FAIL error_count 7 > 3*",
-        "*FAIL execution_accuracy 0.1 < 0.6*",
+        "*FAIL execution_accuracy 0.10 < 0.60*",
         "*sqleval gate failed for suite shop*",
         "*1 passed, 9 missed*",
     ])
@@ -181,8 +181,8 @@ def test_ini_thresholds_apply_where_the_suite_is_silent(shop):
     shop.makeini("[pytest]\nsqleval_thresholds =\n    valid_syntax=0.9\n    execution_accuracy=0.5\n")
     result = shop.runpytest("--sqleval", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*PASS execution_accuracy 0.1 >= 0.1*"])  # the suite's own threshold wins
-    result.stdout.fnmatch_lines(["*FAIL valid_syntax 0.3 < 0.9*"])
+    result.stdout.fnmatch_lines(["*PASS execution_accuracy 0.10 >= 0.10*"])  # the suite's own threshold wins
+    result.stdout.fnmatch_lines(["*FAIL valid_syntax 0.30 < 0.90*"])
 
 
 def test_json_report_schema_and_xdist_equality(shop):
