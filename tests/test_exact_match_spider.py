@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -20,15 +19,11 @@ from pytest_sqleval.metrics.exact_match.verdict import SPIDER_CLAUSES
 from pytest_sqleval.metrics.profiles import OptionError
 from pytest_sqleval.schema import Schema
 
-SCHEMA = Schema.from_spider_tables(Path(__file__).parent / "fixtures" / "exact_match" / "tables.json", "concerts")
+from exact_match_support import SCHEMA, failing  # noqa: E402
 
 
 def spider(gold: str, pred: str, **options):
     return exact_match(gold, pred, SCHEMA, profile={"profile": "spider", **options})
-
-
-def failing(verdict) -> set[str]:
-    return {name for name, ok in verdict.clauses.items() if not ok}
 
 
 # -- profiles and options -------------------------------------------------------------
