@@ -19,7 +19,7 @@ from pytest_sqleval.metrics.exact_match.verdict import SPIDER_CLAUSES
 from pytest_sqleval.metrics.profiles import OptionError
 from pytest_sqleval.schema import Schema
 
-from exact_match_support import SCHEMA, failing  # noqa: E402
+from exact_match_support import SCHEMA, failing
 
 
 def spider(gold: str, pred: str, **options):

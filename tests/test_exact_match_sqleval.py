@@ -9,7 +9,7 @@ from pytest_sqleval.metrics.exact_match import GoldParseError, exact_match
 from pytest_sqleval.metrics.exact_match.verdict import SPIDER_CLAUSES, SQLEVAL_EXTRA_CLAUSES
 from pytest_sqleval.schema import Schema
 
-from exact_match_support import SCHEMA, failing  # noqa: E402
+from exact_match_support import SCHEMA, failing
 
 
 def sqleval(gold: str, pred: str, **options):
