@@ -149,11 +149,11 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold):
     item = request.node
     state = sqleval_state(request.config)
     suite = item.suite
-    engines = [sqleval_engine, *(state.engines.engine(spec) for spec in sqleval_case.databases[1:])]
+    engines = state.case_engines(sqleval_case, sqleval_engine)
     if state.settings.check_gold:
         return check_gold_case(item, state, engines, sqleval_gold)
     record = state.evaluator.evaluate(
-        sqleval_case, suite, item.prediction, engines if sqleval_engine is not None else [], sqleval_gold,
+        sqleval_case, suite, item.prediction, engines, sqleval_gold,
         timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite), database=state.database_label(sqleval_case),
     )
     if record["passed_rule"]:

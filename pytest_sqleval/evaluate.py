@@ -49,6 +49,8 @@ class Evaluator:
     max_rows: int
     _gold_cache: dict[Any, GoldRun | GoldError] = field(default_factory=dict)
     _schemas: dict[Any, Schema] = field(default_factory=dict)
+    _gold_readability: dict[Any, Exception | None] = field(default_factory=dict)
+    _hardness: dict[Any, Any] = field(default_factory=dict)
 
     # -- gold ------------------------------------------------------------------
     def gold_runs(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
@@ -127,9 +129,38 @@ class Evaluator:
         schema = self.schema(case, engine)
         dialect = suite_dialect(suite, engine)
         if schema is not None:
-            check_gold_structure(case, suite, schema, dialect)
-        difficulty, source = case_difficulty(case, suite, schema, dialect)
+            check_gold_structure(case, suite, self._gold_unreadable(case, suite, schema, dialect))
+        difficulty, source = self._difficulty(case, suite, schema, dialect)
         return Prepared(gold=tuple(gold), schema=schema, dialect=dialect, difficulty=difficulty, difficulty_source=source)
+
+    def _gold_unreadable(self, case: Case, suite: Suite, schema: Schema, dialect: str) -> Exception | None:
+        """Why the exact-match profile cannot read this gold (None: it can); once per distinct gold."""
+        from .metrics.exact_match import GoldUnreadable, exact_match
+
+        key = (case.gold, suite.exact_match, id(schema), dialect)
+        if key not in self._gold_readability:
+            try:
+                exact_match(case.gold, case.gold, schema, profile=suite.exact_match, dialect=dialect)
+                self._gold_readability[key] = None
+            except GoldUnreadable as exc:
+                self._gold_readability[key] = exc
+        return self._gold_readability[key]
+
+    def _difficulty(self, case: Case, suite: Suite, schema: Schema | None, dialect: str) -> tuple[str | None, str]:
+        """The case's own label, else the suite's classifier applied to the gold (once per distinct gold)."""
+        if case.difficulty:
+            return case.difficulty, "suite"
+        if schema is None:
+            return None, "none"
+        from .metrics.hardness import classify_hardness
+
+        key = (case.gold, id(schema), dialect, suite.difficulty_classifier)
+        if key not in self._hardness:
+            self._hardness[key] = classify_hardness(case.gold, schema, dialect=dialect, classifier=suite.difficulty_classifier)
+        result = self._hardness[key]
+        if result is None:
+            return None, "unparsed"
+        return result.level, result.source
 
     # -- one case --------------------------------------------------------------
     def evaluate(self, case: Case, suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
@@ -188,21 +219,19 @@ class Prepared:
     difficulty_source: str
 
 
-def check_gold_structure(case: Case, suite: Suite, schema: Schema, dialect: str) -> None:
-    """A gold that the suite's exact-match profile cannot read is a suite error, raised at setup."""
-    from .metrics.exact_match import GoldOutsideGrammar, GoldUnreadable, exact_match
+def check_gold_structure(case: Case, suite: Suite, unreadable: Exception | None) -> None:
+    """A gold that the suite's exact-match profile cannot read is a suite error, raised at setup,
+    when the suite asks for exact match; otherwise exact match is reported as not computed."""
+    from .metrics.exact_match import GoldOutsideGrammar
 
-    try:
-        exact_match(case.gold, case.gold, schema, profile=suite.exact_match, dialect=dialect)
-    except GoldUnreadable as exc:
-        if not (suite.exact_match_requested or "exact_match" in suite.pass_if.metrics):
-            return  # exact match is reported as not computed for this case
-        if isinstance(exc, GoldOutsideGrammar):
-            raise GoldError(
-                f"the gold of case {case.id} is outside the Spider grammar ({exc}); "
-                "use `exact_match: sqleval` to compare any SQL"
-            ) from None
-        raise GoldError(f"exact match cannot read the gold of case {case.id}: {exc}") from None
+    if unreadable is None or not (suite.exact_match_requested or "exact_match" in suite.pass_if.metrics):
+        return
+    if isinstance(unreadable, GoldOutsideGrammar):
+        raise GoldError(
+            f"the gold of case {case.id} is outside the Spider grammar ({unreadable}); "
+            "use `exact_match: sqleval` to compare any SQL"
+        )
+    raise GoldError(f"exact match cannot read the gold of case {case.id}: {unreadable}")
 
 
 def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepared: Prepared) -> dict[str, Any]:
@@ -217,20 +246,6 @@ def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepare
     except GoldUnreadable as exc:
         return {"exact_match": None, "clauses": None, "exact_match_reason": f"gold unreadable: {exc}"}
     return {"exact_match": bool(verdict.match), "clauses": dict(verdict.clauses) or None, "exact_match_reason": verdict.reason}
-
-
-def case_difficulty(case: Case, suite: Suite, schema: Schema | None, dialect: str) -> tuple[str | None, str]:
-    """The case's own label, else the suite's classifier applied to the gold."""
-    if case.difficulty:
-        return case.difficulty, "suite"
-    if schema is None:
-        return None, "none"
-    from .metrics.hardness import classify_hardness
-
-    result = classify_hardness(case.gold, schema, dialect=dialect, classifier=suite.difficulty_classifier)
-    if result is None:
-        return None, "unparsed"
-    return result.level, result.source
 
 
 def case_soft_f1(gold: QueryResult, pred: QueryResult, verdict, options: ComparisonOptions) -> float:

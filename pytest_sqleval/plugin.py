@@ -100,6 +100,12 @@ class SqlevalState:
             self.suites[path] = load_suite(path)
         return self.suites[path]
 
+    def case_engines(self, case, first_engine) -> list:
+        """The engines of all the case's databases: ``first_engine`` (the ``sqleval_engine`` fixture) and the rest."""
+        if first_engine is None:
+            return []
+        return [first_engine, *(self.engines.engine(spec) for spec in case.databases[1:])]
+
     def database_label(self, case) -> str | None:
         if case.database is not None:
             return self.engines.describe(case.database)
@@ -325,11 +331,8 @@ def sqleval_gold(request: pytest.FixtureRequest, sqleval_case, sqleval_engine):
     """The gold side of the current case (results, schema, difficulty); a broken gold is an error here."""
     state = sqleval_state(request.config)
     suite = request.node.suite
-    engines = []
-    if sqleval_engine is not None:
-        engines = [sqleval_engine, *(state.engines.engine(spec) for spec in sqleval_case.databases[1:])]
     return state.evaluator.prepare(
-        sqleval_case, suite, engines, timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite)
+        sqleval_case, suite, state.case_engines(sqleval_case, sqleval_engine), timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite)
     )
 
 

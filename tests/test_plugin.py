@@ -385,3 +385,21 @@ def test_missing_predictions_file_is_a_usage_error(shop):
     result = shop.runpytest("--sqleval", "--sqleval-predictions=nope.jsonl", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*nope.jsonl: cannot read the predictions file*", "*fix: pass an existing JSON Lines file*"])
+
+
+def test_gold_outside_the_spider_grammar_is_an_error_of_each_case(pytester):
+    make_sqlite(pytester.path / "shop.sqlite")
+    pytester.makefile(".sqleval.yaml", em=textwrap.dedent("""
+        database: shop.sqlite
+        exact_match: spider
+        cases:
+          - {id: a, gold: "SELECT s.name FROM shops s LEFT JOIN tickets t ON t.shop_id = s.id", predicted: "SELECT 1"}
+          - {id: b, gold: "SELECT s.name FROM shops s LEFT JOIN tickets t ON t.shop_id = s.id", predicted: "SELECT 1"}
+          - {id: c, gold: "SELECT name FROM shops", predicted: "SELECT name FROM shops"}
+    """))
+    result = pytester.runpytest("--sqleval", "-p", "no:cacheprovider")
+    assert result.parseoutcomes() == {"passed": 1, "errors": 2}
+    result.stdout.fnmatch_lines([
+        "*case a: the gold of case a is outside the Spider grammar (left_join); use `exact_match: sqleval`*",
+        "*case b: the gold of case b is outside the Spider grammar (left_join)*",
+    ])
