@@ -393,8 +393,8 @@ def test_gold_outside_the_spider_grammar_is_an_error_of_each_case(pytester):
         database: shop.sqlite
         exact_match: spider
         cases:
-          - {id: a, gold: "SELECT s.name FROM shops s LEFT JOIN tickets t ON t.shop_id = s.id", predicted: "SELECT 1"}
-          - {id: b, gold: "SELECT s.name FROM shops s LEFT JOIN tickets t ON t.shop_id = s.id", predicted: "SELECT 1"}
+          - {id: a, gold: "SELECT s.name FROM shops AS s LEFT JOIN tickets AS t ON t.shop_id = s.id", predicted: "SELECT 1"}
+          - {id: b, gold: "SELECT s.name FROM shops AS s LEFT JOIN tickets AS t ON t.shop_id = s.id", predicted: "SELECT 1"}
           - {id: c, gold: "SELECT name FROM shops", predicted: "SELECT name FROM shops"}
     """))
     result = pytester.runpytest("--sqleval", "-p", "no:cacheprovider")
