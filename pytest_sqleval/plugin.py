@@ -38,6 +38,11 @@ if TYPE_CHECKING:  # pragma: no cover - the heavy modules load only when sqleval
 
 STATE_KEY = pytest.StashKey["SqlevalState"]()
 
+#: Feature plugins registered beside this one (each keeps its own options, fixtures and hooks).
+#: Keep each module light at import time: heavy imports go inside functions (an inactive run must stay fast).
+pytest_plugins: list[str] = [
+]
+
 
 # --------------------------------------------------------------------------- options
 def pytest_addoption(parser: pytest.Parser) -> None:
