@@ -97,19 +97,8 @@ class Scored:
     match: bool
 
 
-# -- reading files as the official scripts do -------------------------------------------------
-def read_interactions(path: Path, *, keep_unclosed_last: bool) -> list[list[list[str]]]:
-    interactions: list[list[list[str]]] = []
-    current: list[list[str]] = []
-    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-        if not line.strip():
-            interactions.append(current)
-            current = []
-        else:
-            current.append(line.strip().split("\t"))
-    if current and keep_unclosed_last:
-        interactions.append(current)
-    return interactions
+# -- reading files as the official scripts do (the importers' reader: pytest_sqleval.datasets) ---------------
+from pytest_sqleval.datasets.importers import read_interactions  # noqa: E402
 
 
 def paired_turns(gold_path: Path, pred_path: Path, *, keep_unclosed_last: bool = True) -> list[Turn]:

@@ -17,7 +17,6 @@ handling, reproduced here on purpose and kept out of the plugin.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -26,15 +25,7 @@ from pathlib import Path
 
 import yaml
 
-_CURDATE_YEAR = re.compile(r"YEAR\s*\(\s*CURDATE\s*\(\s*\)\s*\)\s*", re.IGNORECASE)  # official quirk, reproduced
-
-
-def official_text(sql: str, *, prediction: bool) -> str:
-    """The text test-suite-sql-eval executes for a gold or a prediction line."""
-    if prediction:
-        sql = sql.replace("value", "1")
-    sql = sql.replace("> =", ">=").replace("< =", "<=").replace("! =", "!=")
-    return _CURDATE_YEAR.sub("2020", sql)
+from pytest_sqleval.datasets.importers import official_text  # noqa: F401 - the installed importers' rules
 
 
 def suite_document(name: str, turns: Iterable, spider_dir: Path) -> dict:

@@ -30,6 +30,22 @@ _EXPORTS = {
     "run_query": "pytest_sqleval.execution.runner",
     "QueryError": "pytest_sqleval.errors",
     "SuiteError": "pytest_sqleval.errors",
+    "assert_execution_match": "pytest_sqleval.assertions",
+    "assert_exact_match": "pytest_sqleval.assertions",
+    "assert_soft_f1": "pytest_sqleval.assertions",
+    "assert_policy": "pytest_sqleval.assertions",
+    "check_execution_match": "pytest_sqleval.assertions",
+    "check_exact_match": "pytest_sqleval.assertions",
+    "check_soft_f1": "pytest_sqleval.assertions",
+    "check_policy_of": "pytest_sqleval.assertions",
+    "ExecutionMatchCheck": "pytest_sqleval.assertions",
+    "ExactMatchCheck": "pytest_sqleval.assertions",
+    "SoftF1Check": "pytest_sqleval.assertions",
+    "PolicyCheck": "pytest_sqleval.assertions",
+    "SqlevalAssertionError": "pytest_sqleval.assertions",
+    "Policy": "pytest_sqleval.policy",
+    "PolicyVerdict": "pytest_sqleval.policy",
+    "check_policy": "pytest_sqleval.policy",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -34,6 +34,32 @@ class GoldBroken(Exception):
         super().__init__("; ".join(f["message"] for f in record["gold_findings"] if f["severity"] == "broken"))
 
 
+class CaseErrored(Exception):
+    """A case whose scoring raised (a bug of ours, recursion, memory): recorded as an error, the run goes on."""
+
+    def __init__(self, record: dict[str, Any], error: BaseException) -> None:
+        self.record = record
+        self.error = error
+        super().__init__(internal_error_message(error))
+
+
+def internal_error_message(error: BaseException) -> str:
+    """A short, one-line account of an unexpected exception (no traceback, no case objects)."""
+    if isinstance(error, CaseErrored):
+        error = error.error
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(error, RecursionError):
+        text = "nested too deeply to score"
+    elif isinstance(error, MemoryError):
+        text = "ran out of memory while scoring"
+    text = text[:300]
+    return f"internal error while scoring ({type(error).__name__}{': ' + text if text else ''}); run with --tb=long for the traceback"
+
+
+def _wants_traceback(config) -> bool:
+    return config.getoption("tbstyle", "auto") in ("long", "native") or config.getoption("verbose", 0) >= 2
+
+
 class CaseMissed(Exception):
     """Raised for a miss under ``--sqleval-strict``, so the miss becomes a failure."""
 
@@ -49,6 +75,12 @@ def miss_reason(record: dict[str, Any]) -> str:
     mismatch = record.get("mismatch")
     if mismatch:
         return f"{mismatch['reason']}: {mismatch['detail']}"
+    policy = record.get("policy")
+    if isinstance(policy, dict) and policy.get("passed") is False:
+        return "policy: " + "; ".join(str(v) for v in policy.get("violations") or ()) or "policy: violated"
+    shape = record.get("shape")
+    if isinstance(shape, dict) and shape.get("passed") is False:
+        return "shape: " + "; ".join(str(p) for p in shape.get("problems") or shape.get("violations") or ()) or "shape: not as expected"
     if record.get("execution_match") and not record.get("passed_rule"):
         return f"pass_if does not hold (soft_f1 {record.get('soft_f1')}, exact_match {record.get('exact_match')})"
     if record.get("exact_match") is False:
@@ -61,9 +93,10 @@ class SuiteFile(pytest.File):
 
     def collect(self):
         from .plugin import sqleval_state
+        from .suite_cache import load_suite_shared
 
         state = sqleval_state(self.config)
-        suite = load_suite(self.path)
+        suite = load_suite_shared(self.path, state.engines.shared_build_dir)  # xdist: read once per run
         predictions = self._predictions(suite, state)
         state.register_suite(suite)
         for case in suite.cases:
@@ -75,6 +108,8 @@ class SuiteFile(pytest.File):
                 suite=suite,
                 prediction=self._prediction_for(case, suite, predictions),
             )
+            if predictions is not None:  # a predictions file wins over a model and `predicted:` (model_plugin.py)
+                item.prediction_file_entry = predictions.get(f"{suite.name}::{case.id}") or predictions.get(case.id)
             _add_markers(item, case, suite)
             yield item
 
@@ -131,7 +166,7 @@ class CaseItem(pytest.Function):
     def reportinfo(self):
         return self.suite.path, self.case.line - 1, f"sqleval: {self.case.id}"
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo, style=None):  # pytest 9 passes only excinfo; older pytest may pass style
         error = excinfo.value
         if isinstance(error, CaseMissed):
             return render_miss(error.record, verbose=True)
@@ -139,10 +174,14 @@ class CaseItem(pytest.Function):
             return f"{self.suite.path}:{self.case.line}: case {self.case.id}: broken gold: {error}"
         if isinstance(error, (SuiteError, GoldError, DatabaseError)):
             return f"{self.suite.path}:{self.case.line}: case {self.case.id}: {error}"
-        return super().repr_failure(excinfo, style)
+        if not _wants_traceback(self.config):
+            return f"{self.suite.path}:{self.case.line}: case {self.case.id}: {internal_error_message(error)}"
+        if isinstance(error, CaseErrored):
+            excinfo = pytest.ExceptionInfo.from_exception(error.error)
+        return super().repr_failure(excinfo)
 
 
-def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold):
+def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold, sqleval_prediction):
     """The body of every suite item: evaluate the prediction and record the verdict."""
     from .plugin import sqleval_state
 
@@ -152,17 +191,73 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold):
     engines = state.case_engines(sqleval_case, sqleval_engine)
     if state.settings.check_gold:
         return check_gold_case(item, state, engines, sqleval_gold)
-    record = state.evaluator.evaluate(
-        sqleval_case, suite, item.prediction, engines, sqleval_gold,
-        timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite), database=state.database_label(sqleval_case),
-    )
+    chosen = sqleval_prediction.resolve()  # predictions file > model > `predicted:` (pytest_sqleval/model_plugin.py)
+    item.prediction = chosen.sql
+    try:
+        record = state.evaluator.evaluate(
+            sqleval_case, suite, item.prediction, engines, sqleval_gold,
+            timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite),
+            database=state.database_label(sqleval_case, sqleval_engine), **_limits(state, suite),
+            prediction_error=chosen.query_error,
+        )
+        record.update(chosen.record_fields())
+    except (Exception, RecursionError, MemoryError) as exc:  # noqa: BLE001 - one case never takes the run down
+        record = errored_record(item, state, sqleval_gold, exc)
+        item.sqleval_record = record
+        raise CaseErrored(record, exc) from None
     if record["passed_rule"]:
         record["outcome"] = "passed"
     else:
         record["outcome"] = "failed" if state.settings.strict else "missed"
-    item.user_properties.append(("sqleval", record))
+    item.sqleval_record = record
     if record["outcome"] == "failed":
         raise CaseMissed(record)
+
+
+def _limits(state, suite: Suite) -> dict[str, Any]:
+    """The per-suite limits beyond timeout and row cap that the evaluator accepts (memory, allowed functions)."""
+    limits: dict[str, Any] = {}
+    max_memory_for = getattr(state, "max_memory_for", None)
+    if max_memory_for is not None:
+        limits["max_memory"] = max_memory_for(suite)
+    allowed = getattr(state, "allowed_functions_for", None)
+    if allowed is not None:
+        limits["allow_functions"] = allowed(suite)
+    return limits
+
+
+def crashed_case_record(state, rootpath: Path, nodeid: str, message: str) -> dict[str, Any] | None:
+    """The ``error`` record of a case whose xdist worker crashed while running it (None: not a suite item)."""
+    from .evaluate import Prepared, base_record
+
+    path, sep, name = nodeid.partition("::")
+    if not sep or not path.endswith(SUITE_SUFFIXES + YAML_SUFFIXES):
+        return None
+    suite = state.suite_at(str((rootpath / path).resolve()))
+    case = next((c for c in suite.cases if c.item_name == name), None)
+    if case is None:
+        return None
+    prepared = Prepared(gold=(), schema=None, dialect="", difficulty=case.difficulty, difficulty_source="suite")
+    record = base_record(case, suite, None, prepared, database=state.database_label(case))
+    record.update({
+        "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
+        "vacuous": False, "mismatch": None, "outcome": "error",
+        "error": {"kind": "worker_crashed", "message": f"worker crashed: {message.strip().splitlines()[0][:300]}"},
+    })
+    return record
+
+
+def errored_record(item: "CaseItem", state, prepared, error: BaseException) -> dict[str, Any]:
+    """The record of a case whose scoring raised: outcome ``error``, kind ``internal``, a short message."""
+    from .evaluate import base_record
+
+    record = base_record(item.case, item.suite, item.prediction, prepared, database=state.database_label(item.case))
+    record.update({
+        "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
+        "vacuous": False, "mismatch": None, "outcome": "error",
+        "error": {"kind": "internal", "message": internal_error_message(error)},
+    })
+    return record
 
 
 def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
@@ -181,6 +276,6 @@ def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
     record = base_record(item.case, item.suite, item.prediction, prepared, database=state.database_label(item.case))
     record.update(findings_record(findings))
     record["outcome"] = {"clean": "passed", "flagged": "flagged", "broken": "failed"}[record["gold_status"]]
-    item.user_properties.append(("sqleval", record))
+    item.sqleval_record = record
     if record["outcome"] == "failed":
         raise GoldBroken(record)

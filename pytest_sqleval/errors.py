@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 #: Why a prediction did not execute. Each kind is counted in ``error_count``.
-ERROR_KINDS = ("syntax", "runtime", "timeout", "row_limit", "rejected", "no_prediction")
+ERROR_KINDS = ("syntax", "runtime", "timeout", "row_limit", "memory", "rejected", "no_prediction",
+               "no_sql", "model_error")  # the model's answer held no SQL; the model call failed (pytest_sqleval/model)
+
+
+def _masked(text: str) -> str:
+    """Messages never carry credentials (URLs, DSNs, known passwords)."""
+    from .secrets import mask_secrets
+
+    return mask_secrets(text)
 
 
 class SuiteError(Exception):
@@ -15,10 +23,10 @@ class SuiteError(Exception):
     """
 
     def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None, fix: str = "") -> None:
-        self.message = message
+        self.message = _masked(message)
         self.path = str(path) if path is not None else None
         self.line = line
-        self.fix = fix
+        self.fix = _masked(fix)
         super().__init__(self.render())
 
     def render(self) -> str:
@@ -42,8 +50,17 @@ class QueryError(Exception):
 
 
 class DatabaseError(Exception):
-    """A database that cannot be opened, built or reached: an error of the suite, never a model miss."""
+    """A database that cannot be opened, built or reached: an error of the suite, never a model miss.
+
+    Its message is masked: a URL's password or a DSN's ``password=`` never shows.
+    """
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(_masked(str(message)))
 
 
 class GoldError(Exception):
     """A gold query that fails, times out or exceeds the row cap: an error of the suite."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(_masked(str(message)))

@@ -19,6 +19,7 @@ from .errors import DatabaseError, GoldError, QueryError
 from .execution.runner import run_query, sqlglot_dialect
 from .metrics.execution_match import compare_results
 from .metrics.profiles import ComparisonOptions
+from .metrics.bird import bird_soft_f1
 from .metrics.soft_f1 import soft_f1
 from .results import QueryResult
 from .schema import Schema
@@ -28,6 +29,10 @@ from .suite import Case, Suite
 
 #: Example rows kept in a record for the miss diff.
 DIFF_ROWS = 5
+
+#: Distinct gold results kept per session (least recently used dropped; a case's golds are used together, so
+#: suites of any size keep their hits while memory stays bounded).
+GOLD_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,8 @@ class Evaluator:
 
     timeout: float
     max_rows: int
+    #: time gold and prediction for BIRD's R-VES on every case (--sqleval-efficiency; a suite's `efficiency: true`)
+    efficiency: bool = False
     _gold_cache: dict[Any, GoldRun | GoldError] = field(default_factory=dict)
     _schemas: dict[Any, Schema] = field(default_factory=dict)
     _gold_readability: dict[Any, Exception | None] = field(default_factory=dict)
@@ -54,24 +61,55 @@ class Evaluator:
 
     # -- gold ------------------------------------------------------------------
     def gold_runs(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
-                  max_rows: int | None = None) -> list[GoldRun]:
+                  max_rows: int | None = None, max_memory: int | None = None) -> list[GoldRun]:
         """The gold's result on each of the case's databases (each executed once per session)."""
+        if case.expected is not None:
+            return [expected_run(case.expected)] if engines else []
         timeout = timeout or self.timeout
         max_rows = max_rows or self.max_rows
         runs = []
         for spec, engine in zip(case.databases, engines):
             dialect = suite_dialect(suite, engine)
-            key = (id(engine), case.gold, dialect, suite.execution, timeout, max_rows)
-            if key not in self._gold_cache:
-                self._gold_cache[key] = self._run_gold(case.gold, suite.execution, engine, dialect, spec.display, timeout, max_rows)
-            cached = self._gold_cache[key]
-            if isinstance(cached, GoldError):
-                raise GoldError(f"{cached} [case {case.id}]")
-            runs.append(cached)
+            try:
+                runs.append(self.run_gold(case.gold, suite.execution, engine, dialect, spec.display,
+                                          timeout=timeout, max_rows=max_rows, max_memory=max_memory))
+            except GoldError as exc:
+                raise GoldError(f"{exc} [case {case.id}]") from None
         return runs
 
+    def gold_alternatives(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
+                          max_rows: int | None = None, max_memory: int | None = None) -> tuple[tuple[GoldRun, ...], ...]:
+        """The results of the case's other accepted golds (``gold: [sql1, sql2, ...]``), per database."""
+        alternatives = []
+        for gold in case.accepted_golds[1:]:
+            runs = []
+            for spec, engine in zip(case.databases, engines):
+                try:
+                    runs.append(self.run_gold(gold, suite.execution, engine, suite_dialect(suite, engine), spec.display,
+                                              timeout=timeout, max_rows=max_rows, max_memory=max_memory))
+                except GoldError as exc:
+                    raise GoldError(f"{exc} [case {case.id}, gold #{len(alternatives) + 2}]") from None
+            alternatives.append(tuple(runs))
+        return tuple(alternatives)
+
+    def run_gold(self, gold: str, options: ComparisonOptions, engine, dialect: str, display: str, *,
+                 timeout: float | None = None, max_rows: int | None = None, max_memory: int | None = None) -> GoldRun:
+        """One gold query's result on one engine (executed once per session); raises GoldError."""
+        timeout = timeout or self.timeout
+        max_rows = max_rows or self.max_rows
+        key = (engine, gold, dialect, options, timeout, max_rows, max_memory)  # the engine itself, never id(): ids get reused
+        cached = self._gold_cache.pop(key, None)
+        if cached is None:
+            cached = self._run_gold(gold, options, engine, dialect, display, timeout, max_rows, max_memory=max_memory)
+        self._gold_cache[key] = cached  # most recently used last
+        if len(self._gold_cache) > GOLD_CACHE_SIZE:  # bounded memory on huge suites: the least recently used goes
+            del self._gold_cache[next(iter(self._gold_cache))]
+        if isinstance(cached, GoldError):
+            raise GoldError(str(cached))
+        return cached
+
     def _run_gold(self, gold: str, options: ComparisonOptions, engine, dialect: str, display: str,
-                  timeout: float, max_rows: int) -> GoldRun | GoldError:
+                  timeout: float, max_rows: int, *, max_memory: int | None = None) -> GoldRun | GoldError:
         try:
             sql = strip_distinct(gold, dialect) if options.distinct == "strip" else gold
         except SqlglotError as exc:
@@ -79,8 +117,9 @@ class Evaluator:
         plan = plan_order(gold, dialect, options)
         try:
             if plan.hidden_key_sql:
-                return self._gold_with_hidden_keys(gold, sql, plan, options, engine, dialect, display, timeout, max_rows)
-            result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False)
+                return self._gold_with_hidden_keys(gold, sql, plan, options, engine, dialect, display, timeout, max_rows,
+                                                   max_memory=max_memory)
+            result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory)
         except QueryError as exc:
             return GoldError(f"the gold query failed on {display} ({exc.kind}): {exc.message}")
         groups = None
@@ -88,15 +127,16 @@ class Evaluator:
             groups = tuple(tie_group_starts(result.rows, plan.key_columns))
         return GoldRun(display, result, plan.ordered, groups, plan.note)
 
-    def _gold_with_hidden_keys(self, gold, sql, plan, options, engine, dialect, display, timeout, max_rows) -> GoldRun:
+    def _gold_with_hidden_keys(self, gold, sql, plan, options, engine, dialect, display, timeout, max_rows, *,
+                               max_memory=None) -> GoldRun:
         hidden_sql = plan.hidden_key_sql
         if options.distinct == "strip":
             hidden_sql = strip_distinct(hidden_sql, dialect)
         try:
-            keyed = run_query(engine, hidden_sql, timeout=timeout, max_rows=max_rows, untrusted=False)
+            keyed = run_query(engine, hidden_sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory)
         except QueryError:
             # The rewrite is not valid on this engine: compare in the gold's exact order instead.
-            result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False)
+            result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory)
             return GoldRun(display, result, True, None, "ORDER BY keys not in the output; tied rows compared in gold order")
         width = len(keyed.columns) - plan.hidden_key_count
         result = QueryResult(columns=keyed.columns[:width], rows=[row[:width] for row in keyed.rows])
@@ -113,7 +153,7 @@ class Evaluator:
             return self._schemas[key]
         if engine is None:
             return None
-        key = id(engine)
+        key = engine  # the object (kept alive by the key), never id(): an id is reused once its engine is gone
         if key not in self._schemas:
             try:
                 self._schemas[key] = Schema.from_engine(engine)
@@ -122,80 +162,123 @@ class Evaluator:
         return self._schemas[key]
 
     def prepare(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
-                max_rows: int | None = None) -> Prepared:
+                max_rows: int | None = None, max_memory: int | None = None) -> Prepared:
         """Everything about the gold side of a case; raises GoldError for a broken gold (a suite error)."""
-        gold = self.gold_runs(case, suite, engines, timeout=timeout, max_rows=max_rows) if engines else []
+        gold = self.gold_runs(case, suite, engines, timeout=timeout, max_rows=max_rows, max_memory=max_memory) if engines else []
+        alternatives = self.gold_alternatives(case, suite, engines, timeout=timeout, max_rows=max_rows,
+                                              max_memory=max_memory) if engines else ()
         engine = engines[0] if engines else None
         schema = self.schema(case, engine)
         dialect = suite_dialect(suite, engine)
         if schema is not None:
-            check_gold_structure(case, suite, self._gold_unreadable(case, suite, schema, dialect))
+            for text in case.accepted_golds:
+                check_gold_structure(case, suite, self._gold_unreadable(case, suite, schema, dialect, text))
         difficulty, source = self._difficulty(case, suite, schema, dialect)
-        return Prepared(gold=tuple(gold), schema=schema, dialect=dialect, difficulty=difficulty, difficulty_source=source)
+        return Prepared(gold=tuple(gold), schema=schema, dialect=dialect, difficulty=difficulty, difficulty_source=source,
+                        alternatives=alternatives)
 
-    def _gold_unreadable(self, case: Case, suite: Suite, schema: Schema, dialect: str) -> Exception | None:
+    def _gold_unreadable(self, case: Case, suite: Suite, schema: Schema, dialect: str,
+                         gold: str | None = None) -> Exception | None:
         """Why the exact-match profile cannot read this gold (None: it can); once per distinct gold."""
         from .metrics.exact_match import GoldUnreadable, exact_match
 
-        key = (case.gold, suite.exact_match, id(schema), dialect)
+        gold = case.gold if gold is None else gold
+        key = (gold, suite.exact_match, schema, dialect)
         if key not in self._gold_readability:
             try:
-                exact_match(case.gold, case.gold, schema, profile=suite.exact_match, dialect=dialect)
+                exact_match(gold, gold, schema, profile=suite.exact_match, dialect=dialect)
                 self._gold_readability[key] = None
             except GoldUnreadable as exc:
                 self._gold_readability[key] = exc
+            except Exception as exc:  # noqa: BLE001 - reported as a gold exact match cannot read, never a traceback
+                self._gold_readability[key] = GoldUnreadable(f"{type(exc).__name__}: {exc}")
         return self._gold_readability[key]
 
     def _difficulty(self, case: Case, suite: Suite, schema: Schema | None, dialect: str) -> tuple[str | None, str]:
         """The case's own label, else the suite's classifier applied to the gold (once per distinct gold)."""
         if case.difficulty:
             return case.difficulty, "suite"
-        if schema is None:
+        if schema is None or not case.gold:
             return None, "none"
-        from .metrics.hardness import classify_hardness
+        from .metrics.hardness import difficulty_label
 
-        key = (case.gold, id(schema), dialect, suite.difficulty_classifier)
-        if key not in self._hardness:
-            self._hardness[key] = classify_hardness(case.gold, schema, dialect=dialect, classifier=suite.difficulty_classifier)
-        result = self._hardness[key]
-        if result is None:
-            return None, "unparsed"
-        return result.level, result.source
+        key = (case.gold, schema, dialect, suite.difficulty_classifier)
+        if key not in self._hardness:  # never raises: (None, "unclassified: <reason>") when it cannot classify
+            self._hardness[key] = difficulty_label(case.gold, schema, dialect=dialect, classifier=suite.difficulty_classifier)
+        return self._hardness[key]
 
     # -- one case --------------------------------------------------------------
     def evaluate(self, case: Case, suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
-                 *, timeout: float | None = None, max_rows: int | None = None, database: str | None = None) -> dict[str, Any]:
+                 *, timeout: float | None = None, max_rows: int | None = None, database: str | None = None,
+                 max_memory: int | None = None, allow_functions: frozenset[str] = frozenset(),
+                 prediction_error: QueryError | None = None) -> dict[str, Any]:
+        """``prediction_error``: why there is no prediction to run (the model step: ``model_error``, ``no_sql``)."""
         timeout = timeout or self.timeout
         max_rows = max_rows or self.max_rows
         record = base_record(case, suite, prediction, prepared, database=database)
-        record.update(self._score_execution(suite, prediction, engines, prepared.gold, prepared.dialect, timeout, max_rows))
+        limits = {"max_memory": max_memory, "allow_functions": frozenset(allow_functions)}
+        record.update(self._score_execution(suite, prediction, engines, prepared.gold, prepared.dialect, timeout, max_rows,
+                                            limits=limits, alternatives=prepared.alternatives, case=case))
+        if (self.efficiency or suite.efficiency) and record.get("valid") is not None and prepared.gold and engines:
+            from .efficiency import r_ves_fields
+
+            record.update(r_ves_fields(engines[0], case.gold, prediction, suite.execution, prepared.dialect,
+                                       matched=bool(record.get("execution_match_first")), timeout=timeout,
+                                       max_rows=max_rows, **limits))
         record.update(exact_match_fields(case, suite, prediction, prepared))
-        metrics = {k: record.get(k) for k in ("valid", "execution_match", "soft_f1", "exact_match")}
-        record["passed_rule"] = suite.pass_if.holds(metrics)
+        if prediction_error is not None and prediction is None:
+            if record.get("error"):
+                record["error"] = {"kind": prediction_error.kind, "message": prediction_error.message}
+            if record.get("exact_match_reason") == "no_prediction":
+                record["exact_match_reason"] = prediction_error.kind
+        if case.policy is not None:
+            from .policy import check_policy
+
+            record["policy"] = check_policy(prediction, case.policy, dialect=prepared.dialect,
+                                            schema=prepared.schema).as_record()
+        record["passed_rule"] = rule_holds(suite, record)
         return record
 
-    def _score_execution(self, suite, prediction, engines, gold, dialect, timeout, max_rows) -> dict[str, Any]:
+    def _score_execution(self, suite, prediction, engines, gold, dialect, timeout, max_rows, *,
+                         limits: dict[str, Any] | None = None, alternatives: Sequence[Sequence[GoldRun]] = (),
+                         case: Case | None = None) -> dict[str, Any]:
         if not gold:
             return {"valid": None, "error": None, "execution_match": None, "soft_f1": None, "vacuous": False, "mismatch": None}
-        if prediction is None or not prediction.strip():
+        if prediction is None or (not prediction.strip() and suite.execution.profile != "bird"):
+            # (BIRD's evaluator hands even an empty text to sqlite3, which returns no rows)
             message = "no prediction for this case" if prediction is None else "the prediction is empty"
-            return _failed_execution(QueryError("no_prediction", message))
+            return with_shape(_failed_execution(QueryError("no_prediction", message)), case, None)
         options = suite.execution
-        per_database = []
-        for run, engine in zip(gold, engines):
+        predicted = []
+        for _run, engine in zip(gold, engines):
             try:
-                pred_result = run_prediction(engine, prediction, options, dialect, timeout, max_rows)
+                predicted.append(run_prediction(engine, prediction, options, dialect, timeout, max_rows,
+                                                **(limits or {})))
             except QueryError as exc:
-                return _failed_execution(exc)
-            verdict = compare_results(run.result, pred_result, options, ordered=run.ordered, tie_groups=run.tie_groups)
-            per_database.append((run, pred_result, verdict))
+                return with_shape(_failed_execution(exc), case, None)
+        # Each accepted gold in turn (the first gold, then `gold: [...]`'s others): the first that matches
+        # on every database scores, else the one with the highest soft F1.
+        candidates = []
+        for runs in (tuple(gold), *alternatives):
+            per_database = []
+            for run, pred_result in zip(runs, predicted):
+                verdict = compare_results(run.result, pred_result, options, ordered=run.ordered, tie_groups=run.tie_groups)
+                per_database.append((run, pred_result, verdict))
+            first_run, first_pred, first_verdict = per_database[0]
+            candidates.append((all(v.match for _, _, v in per_database),
+                               case_soft_f1(first_run.result, first_pred, first_verdict, options), per_database))
+        best = next((i for i, c in enumerate(candidates) if c[0]), None)
+        if best is None:
+            best = max(range(len(candidates)), key=lambda i: (candidates[i][1], -i))
+        matched, best_f1, per_database = candidates[best]
         run, pred_result, verdict = per_database[0]
         record = {
             "valid": True,
             "error": None,
-            "execution_match": all(v.match for _, _, v in per_database),
+            "execution_match": matched,
             "execution_match_first": verdict.match,
-            "soft_f1": case_soft_f1(run.result, pred_result, verdict, options),
+            "soft_f1": best_f1,
+            "bird_soft_f1": bird_soft_f1(run.result.rows, pred_result.rows),
             "vacuous": bool(verdict.vacuous),
             "mismatch": None,
             "order_note": run.note or None,
@@ -205,7 +288,10 @@ class Evaluator:
             record["mismatch"] = mismatch_record(*failing)
         if len(per_database) > 1:
             record["databases"] = [{"database": r.database, "execution_match": v.match} for r, _, v in per_database]
-        return record
+        if len(candidates) > 1:
+            record["gold_index"] = best
+            record["gold_scores"] = [{"execution_match": c[0], "soft_f1": c[1]} for c in candidates]
+        return with_shape(record, case, predicted[0])
 
 
 @dataclass(frozen=True)
@@ -217,6 +303,56 @@ class Prepared:
     dialect: str
     difficulty: str | None
     difficulty_source: str
+    #: The other accepted golds' runs (``gold: [sql1, sql2, ...]``), each per database.
+    alternatives: tuple[tuple[GoldRun, ...], ...] = ()
+
+
+def expected_run(expected) -> GoldRun:
+    """A case's ``expected:`` rows, standing where a gold query's result would."""
+    result = QueryResult(columns=tuple(expected.columns), rows=[tuple(r) for r in expected.rows])
+    return GoldRun("expected rows", result, bool(expected.ordered), None)
+
+
+def shape_record(case: Case | None, result: QueryResult | None) -> dict[str, Any] | None:
+    """``expect_columns:`` / ``expect_rows:`` checked on the prediction's result (None without checks)."""
+    if case is None or not case.has_shape_checks:
+        return None
+    violations = []
+    if result is None:
+        violations.append("the prediction did not execute")
+    else:
+        wanted = case.expect_columns
+        if isinstance(wanted, int) and result.column_count != wanted:
+            violations.append(f"returned {result.column_count} column(s), expected {wanted}")
+        elif isinstance(wanted, tuple) and [c.lower() for c in result.columns] != [c.lower() for c in wanted]:
+            violations.append(f"returned columns {list(result.columns)}, expected {list(wanted)} (in this order)")
+        if case.expect_rows is not None and result.row_count != case.expect_rows:
+            violations.append(f"returned {result.row_count} row(s), expected {case.expect_rows}")
+    return {"passed": not violations, "violations": violations}
+
+
+def with_shape(record: dict[str, Any], case: Case | None, result: QueryResult | None) -> dict[str, Any]:
+    shape = shape_record(case, result)
+    if shape is not None:
+        record["shape"] = shape
+    return record
+
+
+def rule_holds(suite: Suite, record: dict[str, Any]) -> bool:
+    """The suite's pass_if on a record; a case's shape checks must hold too, and its policy unless
+    pass_if itself says what `policy` means for passing."""
+    policy = record.get("policy")
+    clause_sets = record.get("clause_sets") or ([record["clauses"]] if record.get("clauses") else [])
+    metrics = {k: record.get(k) for k in ("valid", "execution_match", "soft_f1", "exact_match", "bird_soft_f1", "r_ves")}
+    metrics["policy"] = policy["passed"] if policy else True
+    metrics["clause_sets"] = clause_sets
+    passed = suite.pass_if.holds(metrics)
+    if policy and "policy" not in suite.pass_if.metrics:
+        passed = passed and policy["passed"]
+    shape = record.get("shape")
+    if shape:
+        passed = passed and shape["passed"]
+    return passed
 
 
 def check_gold_structure(case: Case, suite: Suite, unreadable: Exception | None) -> None:
@@ -235,17 +371,39 @@ def check_gold_structure(case: Case, suite: Suite, unreadable: Exception | None)
 
 
 def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepared: Prepared) -> dict[str, Any]:
+    """The exact-match keys of a record; never raises for a prediction (one that cannot be scored misses
+    with the reason, e.g. ``nested too deeply to score (...)``)."""
     from .metrics.exact_match import GoldUnreadable, exact_match
+    from .metrics.exact_match.verdict import unscorable
 
     if prepared.schema is None:
         return {"exact_match": None, "clauses": None, "exact_match_reason": None}
+    golds = case.accepted_golds
+    if not golds:
+        return {"exact_match": None, "clauses": None, "exact_match_reason": "not computed: the case gives expected rows"}
     if prediction is None or not prediction.strip():
         return {"exact_match": False, "clauses": None, "exact_match_reason": "no_prediction"}
-    try:
-        verdict = exact_match(case.gold, prediction, prepared.schema, profile=suite.exact_match, dialect=prepared.dialect)
-    except GoldUnreadable as exc:
-        return {"exact_match": None, "clauses": None, "exact_match_reason": f"gold unreadable: {exc}"}
-    return {"exact_match": bool(verdict.match), "clauses": dict(verdict.clauses) or None, "exact_match_reason": verdict.reason}
+    verdicts = []
+    unreadable = None
+    for gold in golds:
+        try:
+            verdicts.append(exact_match(gold, prediction, prepared.schema, profile=suite.exact_match, dialect=prepared.dialect))
+        except GoldUnreadable as exc:
+            unreadable = unreadable or exc
+            verdicts.append(None)
+        except Exception as exc:  # noqa: BLE001 - exact match never errors a case: the prediction scores 0
+            verdicts.append(unscorable(exc))
+    readable = [(i, v) for i, v in enumerate(verdicts) if v is not None]
+    if not readable:
+        return {"exact_match": None, "clauses": None, "exact_match_reason": f"gold unreadable: {unreadable}"}
+    # any accepted gold may match; otherwise report the gold with the most matching clauses
+    index, verdict = max(readable, key=lambda iv: (bool(iv[1].match), sum(iv[1].clauses.values()), -iv[0]))
+    fields = {"exact_match": bool(verdict.match), "clauses": dict(verdict.clauses) or None,
+              "exact_match_reason": verdict.reason}
+    if len(golds) > 1:
+        fields["clause_sets"] = [dict(v.clauses) if v is not None else None for v in verdicts]
+        fields["exact_match_gold_index"] = index
+    return fields
 
 
 def case_soft_f1(gold: QueryResult, pred: QueryResult, verdict, options: ComparisonOptions) -> float:
@@ -256,15 +414,27 @@ def case_soft_f1(gold: QueryResult, pred: QueryResult, verdict, options: Compari
     return soft_f1(gold, pred, float_decimals=options.float_decimals, nulls=options.nulls)
 
 
-def run_prediction(engine, prediction: str, options: ComparisonOptions, dialect: str, timeout: float, max_rows: int) -> QueryResult:
-    """Guard, then run, the prediction (after the profile's rewrites, which are guarded again)."""
-    from .sql.guard import check_prediction
+def run_prediction(engine, prediction: str, options: ComparisonOptions, dialect: str, timeout: float, max_rows: int,
+                   *, allow_functions: frozenset[str] = frozenset(), max_memory: int | None = None) -> QueryResult:
+    """Guard, then run, the prediction (after the profile's rewrites, which are guarded again), all inside the
+    query process's limits."""
+    rewrite = prediction_rewrite(options)
+    return run_query(engine, prediction, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect,
+                     rewrite=rewrite, allow_functions=allow_functions, max_memory=max_memory)
 
-    check_prediction(prediction, dialect)
-    sql = prediction
-    if options.distinct == "strip":
-        sql = strip_distinct(prediction, dialect)
-    return run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect)
+
+#: Profiles that reproduce an official evaluator's verdict on any text: what that evaluator hands its engine
+#: runs (see :mod:`pytest_sqleval.sql.statements`), guarded.
+REPRODUCTION_PROFILES = ("test-suite", "bird")
+
+
+def prediction_rewrite(options: ComparisonOptions) -> str | None:
+    """The runner's rewrite for a prediction under ``options``."""
+    if options.profile in REPRODUCTION_PROFILES:
+        # test-suite strips DISTINCT with sqlparse (first statement only); otherwise (BIRD, or test-suite's
+        # --keep_distinct) the whole text goes to Python's sqlite3
+        return "official_distinct" if options.distinct == "strip" else "sqlite3_statement"
+    return "strip_distinct" if options.distinct == "strip" else None
 
 
 def suite_dialect(suite: Suite, engine) -> str:
@@ -273,6 +443,12 @@ def suite_dialect(suite: Suite, engine) -> str:
     if engine is None:
         return "sqlite"
     return sqlglot_dialect(engine.dialect.name)
+
+
+def printable_text(text: str | None) -> str | None:
+    from .predictions import printable_text as printable
+
+    return printable(text)
 
 
 def base_record(case: Case, suite: Suite, prediction: str | None, prepared: Prepared, *,
@@ -291,8 +467,11 @@ def base_record(case: Case, suite: Suite, prediction: str | None, prepared: Prep
         "difficulty_source": prepared.difficulty_source,
         "tags": list(case.tags),
         "question": case.question,
-        "gold": case.gold,
-        "predicted": prediction,
+        "gold": case.gold or None,
+        **({"golds": list(case.golds)} if len(case.golds) > 1 else {}),
+        **({"expected": {"columns": list(case.expected.columns), "row_count": len(case.expected.rows),
+                         "rows": [jsonable_row(r) for r in case.expected.rows[:DIFF_ROWS]]}} if case.expected else {}),
+        "predicted": printable_text(prediction),  # invalid UTF-8 shown as U+FFFD (the guard scored it)
         **({"metadata": dict(case.extra)} if case.extra else {}),
     }
 
@@ -304,6 +483,7 @@ def _failed_execution(error: QueryError) -> dict[str, Any]:
         "execution_match": False,
         "execution_match_first": False,
         "soft_f1": 0.0,
+        "bird_soft_f1": 0.0,
         "vacuous": False,
         "mismatch": None,
     }

@@ -8,6 +8,8 @@ be addressed inside a breakdown with a dotted path::
     by_gold_sql.soft_f1                      soft F1 averaged per distinct gold SQL (MRO 3.2)
     by_difficulty.hard.execution_accuracy    one difficulty class
     by_tag.joins.execution_accuracy          one tag
+    overall:execution_accuracy               the micro-average over every suite's scored cases
+                                             (command line and ini only)
 
 Sources, most specific first: ``--sqleval-threshold`` (command line), the
 suite's ``thresholds:``, the ini option ``sqleval_thresholds``.
@@ -23,6 +25,8 @@ SUITE_METRICS: dict[str, str] = {
     "valid_syntax": "min",
     "execution_accuracy": "min",
     "soft_f1": "min",
+    "bird_soft_f1": "min",
+    "r_ves": "min",
     "exact_match": "min",
     "pass_rate": "min",
     "question_match": "min",
@@ -34,6 +38,8 @@ SUITE_METRICS: dict[str, str] = {
 }
 
 BREAKDOWNS = ("by_gold_sql", "by_difficulty", "by_tag")
+#: A threshold on the overall figure (across suites) is written ``overall:<metric>``.
+OVERALL_PREFIX = "overall:"
 
 
 class ThresholdError(ValueError):
@@ -98,7 +104,7 @@ def _fmt_count(value: float) -> str:
 
 def direction(metric: str) -> str:
     """The bound kind for a (possibly dotted) metric path; raises ThresholdError if unknown."""
-    parts = metric.split(".")
+    parts = metric.removeprefix(OVERALL_PREFIX).split(".")
     leaf = parts[-1]
     if len(parts) == 1:
         pass
@@ -117,7 +123,12 @@ def direction(metric: str) -> str:
         raise ThresholdError(f"unknown metric {leaf!r}; metrics are: {', '.join(SUITE_METRICS)}") from None
 
 
-def make_threshold(metric: str, value: Any, source: str) -> Threshold:
+def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool = False) -> Threshold:
+    if metric.startswith(OVERALL_PREFIX) and not allow_overall:
+        raise ThresholdError(f"{metric}: a threshold on the overall figure belongs on the command line "
+                             f"(--sqleval-threshold {metric}=VALUE) or in the ini option sqleval_thresholds")
+    if metric.startswith(OVERALL_PREFIX) and metric.removeprefix(OVERALL_PREFIX).split(".")[0] in BREAKDOWNS:
+        raise ThresholdError(f"{metric}: the overall figure has no breakdowns; use overall:<metric>")
     bound = direction(metric)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
@@ -125,6 +136,8 @@ def make_threshold(metric: str, value: Any, source: str) -> Threshold:
         except (TypeError, ValueError):
             raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}") from None
     value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ThresholdError(f"threshold for {metric} must be a finite number, not {value}")
     if bound == "min" and not 0.0 <= value <= 1.0:
         raise ThresholdError(f"{metric} is a rate between 0 and 1; {value:g} can never be met or is meaningless")
     if bound == "max" and value < 0:
@@ -137,7 +150,7 @@ def parse_assignment(text: str, source: str) -> Threshold:
     metric, sep, value = text.partition("=")
     if not sep or not metric.strip() or not value.strip():
         raise ThresholdError(f"expected METRIC=VALUE (e.g. execution_accuracy=0.6), not {text!r}")
-    return make_threshold(metric.strip(), value.strip(), source)
+    return make_threshold(metric.strip(), value.strip(), source, allow_overall=True)
 
 
 def merge(*layers: Iterable[Threshold]) -> list[Threshold]:
@@ -151,7 +164,7 @@ def merge(*layers: Iterable[Threshold]) -> list[Threshold]:
 
 def lookup(aggregates: Mapping[str, Any], metric: str) -> float | None:
     node: Any = aggregates
-    parts = metric.split(".")
+    parts = metric.removeprefix(OVERALL_PREFIX).split(".")
     if parts[0] not in BREAKDOWNS:
         node = aggregates.get("metrics", {})
     for part in parts:

@@ -15,10 +15,14 @@ finding               severity  meaning
 ``ties_at_limit``     warning   ORDER BY ... LIMIT k where row k+1 ties with row k on the keys:
                                 another engine may return a different, equally correct row
 ``large``             warning   more rows than the size threshold (``--sqleval-gold-size``)
+``too_complex``       warning   beyond the scoring limits (:mod:`pytest_sqleval.sql.limits`):
+                                exact match and difficulty cannot read it, and the LIMIT/ORDER BY
+                                checks above are skipped
 ===================== ========= ==============================================================
 
 ``--sqleval-check-gold`` exits non-zero when a gold is broken (including a
-gold that fails); warnings are listed without failing the run.
+gold that fails); warnings are listed without failing the run. The checks
+never raise for any gold text: SQL they cannot read skips the checks that need it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
@@ -36,6 +39,7 @@ from .execution.runner import run_query
 from .metrics.profiles import ComparisonOptions
 from .metrics.values import normalise_value
 from .results import QueryResult
+from .sql.limits import SqlTooComplex, bounded_stack, parse_one_bounded, too_complex_reason
 from .sql.ordering import plan_order
 
 DEFAULT_SIZE_THRESHOLD = 1000
@@ -77,10 +81,16 @@ def vacuous_findings(result: QueryResult) -> list[Finding]:
     return []
 
 
+@bounded_stack
 def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect: str, timeout: float,
                          max_rows: int) -> list[Finding]:
     findings: list[Finding] = []
-    outer = _outermost(gold_sql, dialect)
+    try:
+        outer = _outermost(gold_sql, dialect)
+    except SqlTooComplex as exc:
+        outer = None
+        findings.append(Finding("too_complex", "warning",
+                                f"{exc.reason}: exact match and difficulty cannot read it; LIMIT/ORDER BY checks skipped"))
     if outer is not None:
         limit = _limit_value(outer)
         order = outer.args.get("order")
@@ -88,7 +98,12 @@ def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect:
             findings.append(Finding("limit_without_order", "warning",
                                     f"LIMIT {limit} without ORDER BY: which rows come back is up to the engine"))
         if limit is not None and order is not None and len(result.rows) == limit:
-            tie = _tie_at_cut(gold_sql, outer, limit, engine, dialect, timeout, max_rows)
+            try:
+                tie = _tie_at_cut(gold_sql, outer, limit, engine, dialect, timeout, max_rows)
+            except (SqlglotError, RecursionError, MemoryError) as exc:
+                tie = None
+                findings.append(Finding("too_complex", "warning",
+                                        f"{too_complex_reason(exc)}: the tie check at LIMIT {limit} was skipped"))
             if tie:
                 findings.append(Finding("ties_at_limit", "warning", tie))
     second = _rerun(gold_sql, engine, timeout, max_rows)
@@ -98,9 +113,12 @@ def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect:
 
 
 def _outermost(sql: str, dialect: str) -> exp.Expression | None:
+    """The outermost query; None when sqlglot cannot parse it. Raises SqlTooComplex beyond the limits."""
     try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except (SqlglotError, RecursionError):
+        tree = parse_one_bounded(sql, dialect)
+    except SqlTooComplex:
+        raise
+    except (SqlglotError, RecursionError, MemoryError):
         return None
     while isinstance(tree, exp.Subquery):
         tree = tree.this
@@ -124,7 +142,7 @@ def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialec
                 max_rows: int) -> str | None:
     """Run the gold with LIMIT k+1 (keys appended if needed); does row k+1 tie with row k?"""
     plan = plan_order(gold_sql, dialect, _KEY_OPTIONS)
-    base = sqlglot.parse_one(plan.hidden_key_sql, read=dialect) if plan.hidden_key_sql else outer.copy()
+    base = parse_one_bounded(plan.hidden_key_sql, dialect) if plan.hidden_key_sql else outer.copy()
     widened = base.limit(limit + 1)
     try:
         extended = run_query(engine, widened.sql(dialect=dialect), timeout=timeout, max_rows=max_rows, untrusted=False)

@@ -3,12 +3,14 @@
 Grammar (keywords are case-insensitive)::
 
     rule       := condition (("and" | "or") condition)*      # "and" binds tighter than "or"
-    condition  := metric [operator number]
+    condition  := metric [operator number] | "exact_match" "(" clause ("," clause)* ")"
     operator   := ">=" | ">" | "<=" | "<" | "=="
 
 A boolean metric alone (``execution_match``) holds when it is true; a score
 needs an operator (``soft_f1 >= 0.8``). A metric that was not computed for a
-case (``None``) never holds.
+case (``None``) never holds. ``exact_match(select, where)`` holds when those
+clauses match (for any one of the case's accepted golds). ``policy`` holds when
+the case's SQL policy has no violation (and for a case without a policy).
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ CASE_METRICS: dict[str, str] = {
     "execution_match": "bool",
     "exact_match": "bool",
     "soft_f1": "score",
+    "bird_soft_f1": "score",
+    "r_ves": "score",
+    "policy": "bool",
 }
+
+def clause_names() -> tuple[str, ...]:
+    """Every clause ``exact_match(...)`` may name (the sqleval profile's; spider has the first eleven)."""
+    from .metrics.exact_match.verdict import SPIDER_CLAUSES, SQLEVAL_EXTRA_CLAUSES
+
+    return SPIDER_CLAUSES + SQLEVAL_EXTRA_CLAUSES
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
@@ -43,8 +54,13 @@ class Condition:
     metric: str
     op: str | None = None
     value: float | None = None
+    clauses: tuple[str, ...] | None = None  # exact_match(select, where): only these clauses
 
     def holds(self, metrics: Mapping[str, Any]) -> bool:
+        if self.clauses is not None:
+            # one clause verdict mapping per accepted gold; the condition holds for any one of them
+            clause_sets = metrics.get("clause_sets") or ([metrics["clauses"]] if metrics.get("clauses") else [])
+            return any(all(c.get(name) for name in self.clauses) for c in clause_sets if c)
         actual = metrics.get(self.metric)
         if actual is None:
             return False
@@ -53,6 +69,8 @@ class Condition:
         return _OPERATORS[self.op](float(actual), self.value)
 
     def __str__(self) -> str:
+        if self.clauses is not None:
+            return f"{self.metric}({', '.join(self.clauses)})"
         return self.metric if self.op is None else f"{self.metric} {self.op} {self.value:g}"
 
 
@@ -66,6 +84,11 @@ class PassRule:
     @property
     def metrics(self) -> set[str]:
         return {c.metric for group in self.any_of for c in group}
+
+    @property
+    def clauses(self) -> set[str]:
+        """The clauses named by ``exact_match(...)`` conditions."""
+        return {name for group in self.any_of for c in group for name in (c.clauses or ())}
 
     def holds(self, metrics: Mapping[str, Any]) -> bool:
         return any(all(c.holds(metrics) for c in group) for group in self.any_of)
@@ -96,7 +119,17 @@ def parse_pass_rule(text: str) -> PassRule:
         i += 1
         if i == len(tokens):
             raise PassRuleError(f"pass_if ends with {joiner!r}; a condition must follow")
-    return PassRule(any_of=tuple(tuple(g) for g in groups), text=" ".join(tokens))
+    return PassRule(any_of=tuple(tuple(g) for g in groups), text=_join(tokens))
+
+
+def _join(tokens: list[str]) -> str:
+    """The rule's text: tokens joined by spaces, except around the parentheses and commas of a clause list."""
+    text = ""
+    for token in tokens:
+        if text and token not in ("(", ")", ",") and not text.endswith("("):
+            text += " "
+        text += token
+    return text
 
 
 def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
@@ -105,6 +138,10 @@ def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
     if kind is None:
         raise PassRuleError(f"unknown metric {metric!r} in pass_if; per-case metrics are: {', '.join(CASE_METRICS)}")
     i += 1
+    if i < len(tokens) and tokens[i] == "(":
+        if metric != "exact_match":
+            raise PassRuleError(f"only exact_match takes a clause list, as in exact_match(select, where); not {metric}")
+        return _parse_clauses(tokens, i)
     if i < len(tokens) and tokens[i] in _OPERATORS:
         op = tokens[i]
         if i + 1 >= len(tokens):
@@ -119,10 +156,34 @@ def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
     return Condition(metric), i
 
 
+def _parse_clauses(tokens: list[str], i: int) -> tuple[Condition, int]:
+    """``exact_match ( name , name ... )`` starting at the ``(`` token."""
+    valid = clause_names()
+    names: list[str] = []
+    i += 1
+    while True:
+        if i >= len(tokens):
+            raise PassRuleError("exact_match( is not closed: write e.g. exact_match(select, where)")
+        name = tokens[i].lower()
+        if name in (")", ","):
+            raise PassRuleError(f"exact_match(...) needs clause names separated by commas; valid clauses: {', '.join(valid)}")
+        if name not in valid:
+            raise PassRuleError(f"unknown clause {tokens[i]!r} in exact_match(...); valid clauses: {', '.join(valid)}")
+        names.append(name)
+        i += 1
+        if i >= len(tokens):
+            raise PassRuleError("exact_match( is not closed: write e.g. exact_match(select, where)")
+        if tokens[i] == ")":
+            return Condition("exact_match", clauses=tuple(names)), i + 1
+        if tokens[i] != ",":
+            raise PassRuleError(f"expected ',' or ')' after {name} in exact_match(...), found {tokens[i]!r}")
+        i += 1
+
+
 def _tokenize(text: str) -> list[str]:
-    """Split on white space, and around comparison operators written without spaces."""
+    """Split on white space, around comparison operators written without spaces, and around ( , )."""
     tokens: list[str] = []
-    for word in str(text).split():
+    for word in str(text).replace("(", " ( ").replace(")", " ) ").replace(",", " , ").split():
         tokens.extend(_split_operators(word))
     return tokens
 

@@ -16,19 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .settings import (
-    DEFAULT_MAX_ROWS,
-    DEFAULT_TIMEOUT,
-    Settings,
-    SettingsError,
-    positive_float,
-    positive_int,
-    resolve_settings,
-    threshold_assignment,
-)
-from .suite import DatabaseSpec
+from .defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:  # pragma: no cover - the heavy modules load only when sqleval is enabled
+    from .settings import Settings
+    from .suite import DatabaseSpec
     from .collect import CaseItem
     from .evaluate import Evaluator
     from .execution.engines import EngineFactory
@@ -37,14 +29,61 @@ if TYPE_CHECKING:  # pragma: no cover - the heavy modules load only when sqleval
     from .summary import SuiteSummary
 
 STATE_KEY = pytest.StashKey["SqlevalState"]()
+JSON_FAILED_KEY = pytest.StashKey[bool]()
 
 #: Feature plugins registered beside this one (each keeps its own options, fixtures and hooks).
 #: Keep each module light at import time: heavy imports go inside functions (an inactive run must stay fast).
 pytest_plugins: list[str] = [
+    "pytest_sqleval.ci_plugin",
+    "pytest_sqleval.assert_plugin",
+    "pytest_sqleval.deploygate_plugin",
+    "pytest_sqleval.lifecycle",
+    "pytest_sqleval.model_plugin",
+    "pytest_sqleval.fidelity_plugin",
 ]
 
 
+def pytest_plugin_registered(plugin, manager) -> None:
+    """Register the ``pytest_plugins`` above as soon as this module is, as pytest would, but without pytest's
+    scan of every installed distribution's entry points for each name (milliseconds per name, paid by every
+    plain run that has the plugin installed). ``-p no:<module>`` still blocks one."""
+    import sys
+
+    if plugin is not sys.modules.get(__name__):
+        return
+    import importlib
+
+    for name in pytest_plugins:
+        if manager.is_blocked(name) or manager.get_plugin(name) is not None:
+            continue
+        rewrite_hook = getattr(manager, "rewrite_hook", None)
+        if rewrite_hook is not None:
+            rewrite_hook.mark_rewrite(name)
+        manager.register(importlib.import_module(name), name)
+
+
 # --------------------------------------------------------------------------- options
+def _lazy_type(name: str):
+    """``settings.<name>`` as an argparse type, imported only when a value is given (an inactive run imports
+    nothing of the plugin's settings)."""
+
+    def convert(text: str):
+        from . import settings
+
+        return getattr(settings, name)(text)
+
+    convert.__name__ = name
+    return convert
+
+
+positive_float = _lazy_type("positive_float")
+connect_seconds = _lazy_type("connect_seconds")
+positive_int = _lazy_type("positive_int")
+row_cap = _lazy_type("row_cap")
+memory_size = _lazy_type("memory_size")
+threshold_assignment = _lazy_type("threshold_assignment")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sqleval", "text-to-SQL evaluation (pytest-sqleval)")
     group.addoption("--sqleval", action="store_true", default=False,
@@ -55,8 +94,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="make every miss a test failure.")
     group.addoption("--sqleval-timeout", metavar="SECONDS", type=positive_float, default=None,
                     help=f"timeout per query (default {DEFAULT_TIMEOUT:g} s; overrides a suite's `timeout:`).")
-    group.addoption("--sqleval-max-rows", metavar="N", type=positive_int, default=None,
+    group.addoption("--sqleval-max-rows", metavar="N", type=row_cap, default=None,
                     help=f"row cap per query (default {DEFAULT_MAX_ROWS}; overrides a suite's `max_rows:`).")
+    group.addoption("--sqleval-max-memory", metavar="SIZE", type=memory_size, default=None,
+                    help="memory cap per query: 2GiB, 512MB or bytes (default 2GiB; overrides a suite's `max_memory:`).")
+    group.addoption("--sqleval-connect-timeout", metavar="SECONDS", type=connect_seconds, default=None,
+                    help=f"connect timeout of network databases (default {DEFAULT_CONNECT_TIMEOUT:g} s; "
+                         "overrides a suite's `connect_timeout:`).")
     group.addoption("--sqleval-threshold", metavar="METRIC=VALUE", type=threshold_assignment, action="append",
                     default=None, help="gate on an aggregate metric (repeatable; overrides the suites' thresholds).")
     group.addoption("--sqleval-json", metavar="PATH", default=None, help="write the sqleval-report/1 JSON report.")
@@ -74,11 +118,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("sqleval_strict", type="bool", default=False, help="default for --sqleval-strict.")
     parser.addini("sqleval_timeout", help=f"timeout per query in seconds (default {DEFAULT_TIMEOUT:g}).")
     parser.addini("sqleval_max_rows", help=f"row cap per query (default {DEFAULT_MAX_ROWS}).")
+    parser.addini("sqleval_max_memory", help="memory cap per query: 2GiB, 512MB or bytes (default 2GiB).")
+    parser.addini("sqleval_connect_timeout",
+                  help=f"connect timeout of network databases in seconds (default {DEFAULT_CONNECT_TIMEOUT:g}).")
     parser.addini("sqleval_thresholds", type="linelist", help="METRIC=VALUE lines; suites' own thresholds win.")
     parser.addini("sqleval_json", help="default for --sqleval-json.")
     parser.addini("sqleval_diff", type="bool", default=False, help="default for --sqleval-diff.")
     parser.addini("sqleval_database_url", help="default for --sqleval-database-url.")
     parser.addini("sqleval_gold_size", help="default for --sqleval-gold-size.")
+    parser.addini("sqleval_allow_functions", type="linelist",
+                  help="your own functions predictions may call beside the dialect's allowlist of pure functions.")
 
 
 # --------------------------------------------------------------------------- state
@@ -94,15 +143,17 @@ class SqlevalState:
     records: list[dict[str, Any]] = field(default_factory=list)
     summaries: list[SuiteSummary] = field(default_factory=list)
     json_written: str | None = None
+    json_error: str | None = None
+    report: dict[str, Any] | None = None  # the sqleval-report/1 dict, built after the loop (with overall, baseline, gates)
 
     def register_suite(self, suite: Suite) -> None:
         self.suites[str(suite.path)] = suite
 
     def suite_at(self, path: str) -> Suite:
-        from .loader import load_suite
+        from .suite_cache import load_suite_shared
 
-        if path not in self.suites:
-            self.suites[path] = load_suite(path)
+        if path not in self.suites:  # the xdist controller: its workers' reading, from the run's build folder
+            self.suites[path] = load_suite_shared(path, self.engines.build_dir)
         return self.suites[path]
 
     def case_engines(self, case, first_engine) -> list:
@@ -111,7 +162,12 @@ class SqlevalState:
             return []
         return [first_engine, *(self.engines.engine(spec) for spec in case.databases[1:])]
 
-    def database_label(self, case) -> str | None:
+    def database_label(self, case, engine=None) -> str | None:
+        """The database a case really ran on, for reports: the suite's, or the overriding fixture's engine."""
+        if engine is not None and not self.engines.owns(engine):
+            from .secrets import mask_url
+
+            return f"{mask_url(str(engine.url))} (from the sqleval_engine fixture)"
         if case.database is not None:
             return self.engines.describe(case.database)
         return case.schema.db_id if case.schema else None
@@ -128,12 +184,46 @@ class SqlevalState:
             return s.max_rows
         return suite.max_rows or s.max_rows or DEFAULT_MAX_ROWS
 
+    def max_memory_for(self, suite: Suite) -> int:
+        """Memory cap per query in bytes: command line, then the suite's `max_memory:`, then ini, then 2 GiB."""
+        s = self.settings
+        if s.max_memory_from_cli:
+            return s.max_memory
+        return suite.max_memory or s.max_memory or DEFAULT_MAX_MEMORY
+
+    def allowed_functions_for(self, suite: Suite) -> frozenset[str]:
+        """The user's own functions a prediction may call: the suite's `allow_functions:` and the ini option."""
+        names = (*getattr(suite, "allow_functions", ()), *self.settings.allow_functions)
+        return frozenset(name.lower() for name in names)
+
 
 def sqleval_state(config: pytest.Config) -> SqlevalState:
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         raise pytest.UsageError("pytest-sqleval is not active: run pytest with --sqleval")
     return state
+
+
+def _may_be_enabled(config: pytest.Config) -> bool:
+    """``--sqleval``, or any ``sqleval*`` ini value (``sqleval = true``, or a value to validate)."""
+    if getattr(config.option, "sqleval", False):
+        return True
+    return any(_ini_is_set(config, name) for name in _SETTINGS_INI)
+
+
+#: The ini options ``settings.resolve_settings`` reads.
+_SETTINGS_INI = (
+    "sqleval", "sqleval_predictions", "sqleval_strict", "sqleval_timeout", "sqleval_max_rows", "sqleval_max_memory",
+    "sqleval_connect_timeout", "sqleval_thresholds", "sqleval_json", "sqleval_diff", "sqleval_database_url",
+    "sqleval_gold_size", "sqleval_allow_functions",
+)
+
+
+def _ini_is_set(config: pytest.Config, name: str) -> bool:
+    try:
+        return config.getini(name) not in ("", None, [], False)
+    except Exception:  # noqa: BLE001 - an unreadable value: resolve the settings, which say what is wrong
+        return True
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -143,6 +233,10 @@ def _is_worker(config: pytest.Config) -> bool:
 # --------------------------------------------------------------------------- configure
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqleval(suite, case): a case collected from a pytest-sqleval suite")
+    if not _may_be_enabled(config):
+        return  # inactive: nothing of the plugin is imported (the ini values are checked when it is enabled)
+    from .settings import SettingsError, resolve_settings
+
     try:
         settings = resolve_settings(config)
     except SettingsError as exc:
@@ -154,6 +248,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .execution.engines import EngineFactory
     from .predictions import load_predictions
 
+    _check_report_path(settings.json_path, "--sqleval-json")
     predictions = None
     if settings.predictions is not None:
         try:
@@ -163,12 +258,50 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = config.workerinput["workerid"] if _is_worker(config) else "main"
     state = SqlevalState(
         settings=settings,
-        engines=EngineFactory(build_dir=_build_dir(worker), worker=worker, url_override=settings.database_url),
+        engines=EngineFactory(build_dir=_build_dir(worker), worker=worker, url_override=settings.database_url,
+                              connect_timeout=settings.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
+                              connect_timeout_from_cli=settings.connect_timeout_from_cli,
+                              shared_build_dir=_shared_build_dir(config)),
         evaluator=Evaluator(timeout=settings.timeout or DEFAULT_TIMEOUT, max_rows=settings.max_rows or DEFAULT_MAX_ROWS),
         predictions=predictions,
     )
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(SqlevalSession(config, state), "sqleval-session")
+    if not config.option.collectonly and not _is_xdist_controller(config):
+        _start_query_process(settings)
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """The controller of an xdist run runs no case: its workers each start their own query process."""
+    return not _is_worker(config) and bool(getattr(config.option, "numprocesses", None)) \
+        and getattr(config.option, "dist", "no") != "no"
+
+
+def _start_query_process(settings: Settings) -> None:
+    """Start this process's query process now, so that no case pays for its start-up."""
+    from .execution.sandbox import process_sandbox, sandbox_enabled
+
+    if sandbox_enabled():
+        try:
+            process_sandbox().start(settings.max_memory or DEFAULT_MAX_MEMORY)
+        except Exception:  # noqa: BLE001 - it is started again, with a clear error, by the first query
+            pass
+
+
+def _check_report_path(path, option: str) -> None:
+    """A report path that can never be written is a usage error before anything runs."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise pytest.UsageError(f"{option} {path} is a directory; give a file path, e.g. {target / 'report.json'}")
+
+
+def _shared_build_dir(config: pytest.Config) -> Path | None:
+    """An xdist worker builds SQLite/DuckDB setup databases in the controller's build folder, once per run
+    (``lifecycle.pytest_configure_node`` passes it; the controller removes it at the end)."""
+    shared = getattr(config, "workerinput", {}).get("sqleval_build_dir")
+    return Path(shared) if shared and Path(shared).is_dir() else None
 
 
 def _build_dir(worker: str) -> Path:
@@ -180,17 +313,27 @@ def _build_dir(worker: str) -> Path:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Under ``--dist load``/``loadgroup``, keep each interaction's turns together and in order."""
-    if config.stash.get(STATE_KEY, None) is None or config.getvalue("dist") not in ("load", "loadgroup"):
+    """Under ``--dist load``/``loadgroup``, keep each interaction's turns together and in order; under every
+    scope scheduler, never send a crashed worker's item to another worker."""
+    if config.stash.get(STATE_KEY, None) is None:
         return None
-    from .xdist_scheduling import InteractionScheduling
+    from . import xdist_scheduling
 
-    return InteractionScheduling(config, log)
+    scheduler = {
+        "load": xdist_scheduling.InteractionScheduling,
+        "loadgroup": xdist_scheduling.InteractionScheduling,
+        "loadscope": xdist_scheduling.ScopeScheduling,
+        "loadfile": xdist_scheduling.FileScheduling,
+    }.get(config.getvalue("dist"))
+    return scheduler(config, log) if scheduler is not None else None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None:
+        from .execution.sandbox import close_process_sandbox
+
+        close_process_sandbox()
         state.engines.close()
         _remove_build_dir(state.engines.build_dir)
 
@@ -213,16 +356,18 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         "strict" if s.strict else "misses are not failures",
     ]
     if s.database_url:
-        parts.append(f"databases built on {DatabaseSpec(s.database_url).display}")
+        from .suite import DatabaseSpec
+
+        parts.append(f"setup-script databases built on {DatabaseSpec(s.database_url).display} "
+                     "(suites whose database is a file or a URL keep it)")
     return ["sqleval: " + ", ".join(parts)]
 
 
 # --------------------------------------------------------------------------- status of a miss
 def sqleval_record(report: pytest.TestReport) -> dict[str, Any] | None:
-    for name, value in getattr(report, "user_properties", ()) or ():
-        if name == "sqleval":
-            return value
-    return None
+    """The case record a report carries (an attribute of the report: it travels with it to the xdist
+    controller, and JUnit and other consumers see clean data rather than a repr in ``user_properties``)."""
+    return getattr(report, "sqleval_record", None)
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
@@ -238,11 +383,30 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    if getattr(item, "case", None) is not None and report.failed and sqleval_record(report) is None:
-        report.user_properties.append(("sqleval", _error_record(item, call, report)))
-        if call.excinfo is not None and report.when != "call" and _is_suite_problem(call.excinfo.value):
-            report.longrepr = f"{item.suite.path}:{item.case.line}: case {item.case.id}: {call.excinfo.value}"
+    if getattr(item, "case", None) is None:
+        return report
+    record = getattr(item, "sqleval_record", None)
+    if report.when == "call" and record is not None:
+        report.sqleval_record = record
+    elif report.failed and report.when != "teardown" and record is None:
+        report.sqleval_record = item.sqleval_record = _error_record(item, call, report)
+        if call.excinfo is not None and report.when != "call":
+            report.longrepr = _short_failure(item, call.excinfo)
     return report
+
+
+def _short_failure(item, excinfo) -> Any:
+    """A broken gold or database is a plain message; an unexpected error a one-line account (the
+    traceback with ``--tb=long`` or ``-vv``)."""
+    from .collect import _wants_traceback, internal_error_message
+
+    error = excinfo.value
+    where = f"{item.suite.path}:{item.case.line}: case {item.case.id}"
+    if _is_suite_problem(error):
+        return f"{where}: {error}"
+    if _wants_traceback(item.config):
+        return item._repr_failure_py(excinfo, style="long")
+    return f"{where}: {internal_error_message(error)}"
 
 
 def _is_suite_problem(error: BaseException) -> bool:
@@ -263,12 +427,24 @@ def _error_record(item: CaseItem, call: pytest.CallInfo, report: pytest.TestRepo
     state = item.config.stash.get(STATE_KEY, None)
     database = state.database_label(item.case) if state is not None else None
     record = base_record(item.case, item.suite, item.prediction, prepared, database=database)
+    if kind == "internal" and error is not None:
+        from .collect import internal_error_message
+
+        message = internal_error_message(error)
+    else:
+        message = str(error) if error else report.longreprtext
     record.update({
         "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
-        "outcome": "error" if report.when != "call" or kind != "internal" else "failed",
-        "error": {"kind": kind, "message": str(error) if error else report.longreprtext},
+        "vacuous": False, "mismatch": None, "outcome": "error", "error": {"kind": kind, "message": _masked(message)},
     })
     return record
+
+
+def _masked(text: str) -> str:
+    """No credentials in a record, whatever raised (see pytest_sqleval.secrets)."""
+    from .secrets import mask_secrets
+
+    return mask_secrets(text)
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -303,6 +479,8 @@ class EngineFactoryFixture:
 
 
 def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
+    from .suite import DatabaseSpec
+
     if isinstance(database, DatabaseSpec):
         return database
     text = os.fspath(database)
@@ -324,11 +502,19 @@ def sqleval_case(request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def sqleval_engine(sqleval_case, sqleval_engine_factory):
-    """The engine of the current case's (first) database; override it in conftest.py to evaluate elsewhere."""
-    if sqleval_case.database is None:
+def sqleval_engine(request: pytest.FixtureRequest, sqleval_engine_factory):
+    """The engine of the current case's (first) database; override it in conftest.py to evaluate elsewhere.
+
+    In a plain test: the database of ``@pytest.mark.sqleval_database(...)`` or the ini ``sqleval_database``.
+    """
+    case = getattr(request.node, "case", None)
+    if case is None:
+        from .assert_plugin import plain_test_engine
+
+        return plain_test_engine(request, sqleval_engine_factory)
+    if case.database is None:
         return None
-    return sqleval_engine_factory.engine(sqleval_case.database)
+    return sqleval_engine_factory.engine(case.database)
 
 
 @pytest.fixture
@@ -336,9 +522,15 @@ def sqleval_gold(request: pytest.FixtureRequest, sqleval_case, sqleval_engine):
     """The gold side of the current case (results, schema, difficulty); a broken gold is an error here."""
     state = sqleval_state(request.config)
     suite = request.node.suite
-    return state.evaluator.prepare(
-        sqleval_case, suite, state.case_engines(sqleval_case, sqleval_engine), timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite)
+    prepared = state.evaluator.prepare(
+        sqleval_case, suite, state.case_engines(sqleval_case, sqleval_engine), timeout=state.timeout_for(suite),
+        max_rows=state.max_rows_for(suite), max_memory=state.max_memory_for(suite),
     )
+    if state.settings.check_gold and getattr(sqleval_case, "expected", None) is not None:
+        from dataclasses import replace  # `expected:` rows are no gold query: nothing for the gold checks to run
+
+        prepared = replace(prepared, gold=())
+    return prepared
 
 
 # --------------------------------------------------------------------------- the session plugin
@@ -348,6 +540,7 @@ class SqlevalSession:
     def __init__(self, config: pytest.Config, state: SqlevalState) -> None:
         self.config = config
         self.state = state
+        self._seen: set[tuple] = set()
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
         from .collect import YAML_SUFFIXES, SuiteFile, is_suite_file
@@ -372,23 +565,50 @@ class SqlevalSession:
             for case in suite.cases:
                 known.update((case.id, f"{suite.name}::{case.id}"))
         unknown = unmatched_ids(self.state.predictions, known)
-        if not unknown:
-            return
-        shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
         path = self.state.settings.predictions
-        message = (f"{path}: {len(unknown)} prediction id(s) match no collected case: {shown}\n"
-                   "  fix: use the cases' `id:` values (a turn is <interaction>/<n>; <suite>::<id> picks one suite)")
+        if not unknown:
+            from .predictions import conflicting_ids
+
+            conflicts = conflicting_ids(self.state.predictions, {k for k in known if "::" in k})
+            if not conflicts:
+                return
+            message = (f"{path}: " + "; ".join(conflicts[:20]) + "\n"
+                       "  fix: keep one line per case (`<suite>::<id>` when several suites share the id)")
+            shown = None
+        else:
+            shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
+        if shown is not None:
+            message = (f"{path}: {len(unknown)} prediction id(s) match no collected case: {shown}\n"
+                       "  fix: use the cases' `id:` values (a turn is <interaction>/<n>; <suite>::<id> picks one suite)")
         report = pytest.CollectReport(nodeid=str(path), outcome="failed", longrepr=message, result=[])
         session.ihook.pytest_collectreport(report=report)
         config.hook.pytest_deselected(items=list(items))  # nothing runs against mismatched predictions
         items.clear()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep one record per case: the first report that carries it (a teardown failure, ``--dist each`` or a
+        rerun never adds a second); a case whose xdist worker crashed gets an ``error`` record of its own."""
         if _is_worker(self.config):
             return
         record = sqleval_record(report)
-        if record is not None and (report.when == "call" or report.failed):
-            self.state.records.append(record)
+        if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
+            record = self._crashed_record(report)
+        if record is None or not (report.when == "call" or report.failed):
+            return
+        key = (record["path"], record.get("index", 0), record.get("id"))
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.state.records.append(record)
+
+    def _crashed_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
+        """xdist reports a crashed worker's item with ``when="???"``: record it as an error of the case."""
+        from .collect import crashed_case_record
+
+        try:
+            return crashed_case_record(self.state, Path(self.config.rootpath), report.nodeid, str(report.longrepr))
+        except Exception:  # noqa: BLE001 - a node id we cannot map is left to xdist's own report
+            return None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -396,9 +616,14 @@ class SqlevalSession:
         if _is_worker(self.config) or self.config.option.collectonly or self.state.settings.check_gold:
             return result
         self._summarize()
-        if any(not s.passed for s in self.state.summaries):
+        self._build_report()
+        from .deploygate_plugin import gate_failed
+
+        if gate_failed(self.config, self.state):
             session.testsfailed += 1
         self._write_json()
+        if self.state.json_error:
+            session.testsfailed += 1
         return result
 
     def _summarize(self) -> None:
@@ -415,16 +640,30 @@ class SqlevalSession:
                           display_path=_display_path(self.config, path))
             )
 
+    def _build_report(self) -> None:
+        """The report dict (also without --sqleval-json): the deploy gate adds run metadata, overall, baseline, gates."""
+        import json
+
+        from .deploygate_plugin import extend_report
+        from .report.json_report import build_report
+
+        records = sorted(self.state.records, key=lambda r: (r["path"], r.get("index", 0)))
+        run = {"plugin_version": _version(), "pytest_version": pytest.__version__}
+        report = json.loads(json.dumps(build_report(self.state.summaries, records, run=run), default=str))
+        self.state.report = extend_report(self.config, self.state, report)
+
     def _write_json(self) -> None:
-        from .report.json_report import build_report, write_report
+        from .report.json_report import write_report
 
         path = self.state.settings.json_path
         if path is None:
             return
-        records = sorted(self.state.records, key=lambda r: (r["path"], r.get("index", 0)))
-        run = {"plugin_version": _version(), "pytest_version": pytest.__version__}
-        report = build_report(self.state.summaries, records, run=run)
-        self.state.json_written = str(write_report(path, report))
+        report = self.state.report
+        try:
+            self.state.json_written = str(write_report(path, report))
+        except (OSError, ValueError) as exc:
+            self.state.json_error = f"cannot write the JSON report to {path}: {exc}"
+            self.config.stash[JSON_FAILED_KEY] = True
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
         if self.state.settings.check_gold:
@@ -441,6 +680,8 @@ class SqlevalSession:
 
         verbose = config.option.verbose > 0 or self.state.settings.diff
         write_summary(terminalreporter, self.state.summaries, by_path, verbose=verbose, json_path=self.state.json_written)
+        if self.state.json_error:
+            terminalreporter.write_line(f"sqleval: {self.state.json_error}", red=True, bold=True)
 
 
 def _display_path(config: pytest.Config, path: str) -> str:

@@ -3,17 +3,48 @@
 Each line is ``{"id": "<case id>", "sql": "..."}``; a turn of an interaction is
 addressed as ``<interaction id>/<turn>``. ``"sql": null`` records that the model
 produced nothing (the case misses with reason ``no_prediction``). Blank lines
-are allowed. Bytes that are not UTF-8 are kept (as surrogate escapes) so the
-prediction can be scored as invalid instead of breaking the run.
+are allowed. Bytes that are not UTF-8 (and lone surrogates such as a JSON
+``"\ud800"``) are kept in ``sql`` as surrogates, so the guard scores the
+prediction as a ``syntax`` miss ("the prediction is not valid UTF-8 text")
+instead of breaking the run; :func:`printable_text` is what reports show (each
+bad character replaced by U+FFFD). A line nested too deeply, an id given both
+as ``a`` and ``<suite>::a`` for the same case, and duplicate ids are errors
+naming the file and the lines.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 from pathlib import Path
 
 from .errors import SuiteError
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def is_valid_text(text: str) -> bool:
+    """Is ``text`` encodable as UTF-8 (no lone surrogates)?"""
+    return _SURROGATES.search(text) is None
+
+
+def printable_text(text: str | None) -> str | None:
+    """``text`` with every character that is not valid UTF-8 (a lone surrogate) replaced by U+FFFD."""
+    if text is None or is_valid_text(text):
+        return text
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def _printable(value: Any) -> Any:
+    if isinstance(value, str):
+        return printable_text(value)
+    if isinstance(value, dict):
+        return {printable_text(str(k)): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -21,6 +52,8 @@ class Prediction:
     case_id: str
     sql: str | None
     line: int
+    #: Any other keys of the line (raw_output, model, tokens, ...): kept in the case record as `prediction_extra`.
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def load_predictions(path: str | Path) -> dict[str, Prediction]:
@@ -50,17 +83,42 @@ def _parse_line(path: Path, number: int, line: str) -> Prediction:
     except json.JSONDecodeError as exc:
         raise SuiteError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=number,
                          fix='write one object per line: {"id": "case-id", "sql": "SELECT ..."}') from None
+    except RecursionError:
+        raise SuiteError("the JSON is nested too deeply to read", path=path, line=number,
+                         fix='write one flat object per line: {"id": "case-id", "sql": "SELECT ..."}') from None
     if not isinstance(data, dict) or "id" not in data or "sql" not in data:
         raise SuiteError("each line needs the keys \"id\" and \"sql\"", path=path, line=number,
                          fix='write one object per line: {"id": "case-id", "sql": "SELECT ..."}')
     case_id, sql = data["id"], data["sql"]
     if isinstance(case_id, bool) or not isinstance(case_id, (str, int)):
-        raise SuiteError(f"\"id\" must be a string, not {case_id!r}", path=path, line=number)
+        raise SuiteError(f"\"id\" must be a string, not {printable_text(repr(case_id))}", path=path, line=number)
+    if isinstance(case_id, str) and not is_valid_text(case_id):
+        raise SuiteError(f"\"id\" is not valid UTF-8 text: {printable_text(case_id)!r}", path=path, line=number,
+                         fix="write the case id as plain UTF-8 text")
     if sql is not None and not isinstance(sql, str):
         raise SuiteError(f"\"sql\" must be a string or null, not {type(sql).__name__}", path=path, line=number)
-    return Prediction(case_id=str(case_id), sql=sql, line=number)
+    extra = _printable({str(k): v for k, v in data.items() if k not in ("id", "sql")})
+    return Prediction(case_id=str(case_id), sql=sql, line=number, extra=extra)
 
 
 def unmatched_ids(predictions: dict[str, Prediction], case_ids: set[str]) -> list[str]:
     """Prediction ids that address no known case, in file order."""
     return [p.case_id for p in sorted(predictions.values(), key=lambda p: p.line) if p.case_id not in case_ids]
+
+
+def conflicting_ids(predictions: dict[str, Prediction], qualified_ids: set[str]) -> list[str]:
+    """Messages for a case addressed twice in one file, as ``a`` and as ``<suite>::a`` (both lines named).
+
+    ``qualified_ids`` are the collected cases' ``<suite>::<id>`` names.
+    """
+    messages = []
+    for prediction in sorted(predictions.values(), key=lambda p: p.line):
+        suite, sep, case_id = prediction.case_id.partition("::")
+        if not sep or prediction.case_id not in qualified_ids:
+            continue
+        plain = predictions.get(case_id)
+        if plain is not None:
+            first, second = sorted((plain, prediction), key=lambda p: p.line)
+            messages.append(f"case {case_id!r} of suite {suite!r} has two predictions: {first.case_id!r} on line "
+                            f"{first.line} and {second.case_id!r} on line {second.line}")
+    return messages

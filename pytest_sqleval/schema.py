@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from .errors import SuiteError
+
 if TYPE_CHECKING:  # pragma: no cover
     from sqlalchemy.engine import Engine
 
@@ -131,13 +133,27 @@ class Schema:
 
     @classmethod
     def from_spider_tables(cls, path: str | Path, db_id: str) -> Schema:
-        """Load one database's entry from a Spider-format ``tables.json``."""
-        entries = json.loads(Path(path).read_text(encoding="utf-8"))
-        for entry in entries:
-            if entry.get("db_id") == db_id:
-                return cls.from_spider_entry(entry)
-        known = ", ".join(sorted(e.get("db_id", "?") for e in entries)[:10])
-        raise KeyError(f"db_id {db_id!r} is not in {path} (it has {known}, ...)")
+        """Load one database's entry from a Spider-format ``tables.json``.
+
+        Raises :class:`SpiderTablesError` (a SuiteError naming the file and the
+        fix) for an unreadable or malformed file and for an unknown ``db_id``.
+        """
+        path = Path(path)
+        entries = _spider_entries(path)
+        entry = entries.get(db_id)
+        if entry is None:
+            known = sorted(entries)
+            shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+            raise SpiderTablesError(f"db_id {db_id!r} is not in {path}", path=path,
+                                    fix=f"use one of its db_ids: {shown or '(none)'}")
+        try:
+            return cls.from_spider_entry(entry)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise SpiderTablesError(
+                f"the entry for db_id {db_id!r} is malformed ({type(exc).__name__}: {exc})", path=path,
+                fix="each entry needs table_names_original, column_names_original ([table index, name] pairs) "
+                    "and foreign_keys ([column index, column index] pairs), as in Spider's tables.json",
+            ) from None
 
     @classmethod
     def from_spider_entry(cls, entry: dict) -> Schema:
@@ -154,9 +170,58 @@ class Schema:
             (ta, ca), (tb, cb) = flat[a], flat[b]
             fks.append(ForeignKey(ta, ca, tb, cb))
         return cls(
-            tables=tuple(Table(name, tuple(cols)) for name, cols in zip(table_names, columns)),
+            tables=tuple(Table(str(name), tuple(str(c) for c in cols)) for name, cols in zip(table_names, columns)),
             foreign_keys=tuple(fks),
         )
+
+
+class SpiderTablesError(SuiteError):
+    """A ``tables.json`` that cannot be used (unreadable, malformed, or without the asked ``db_id``)."""
+
+
+_SPIDER_CACHE: dict[tuple[str, int, int], dict[str, dict]] = {}
+
+
+def _spider_entries(path: Path) -> dict[str, dict]:
+    """``{db_id: entry}`` of a Spider ``tables.json`` (cached by path, size and mtime)."""
+    fix = "give a Spider-format tables.json: a JSON list of objects with db_id, table_names_original, column_names_original"
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if key in _SPIDER_CACHE:
+            return _SPIDER_CACHE[key]
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpiderTablesError(f"cannot read the schema file: {exc.strerror or exc}", path=path, fix=fix) from None
+    except UnicodeDecodeError as exc:
+        raise SpiderTablesError(f"the schema file is not UTF-8 ({exc.reason} at byte {exc.start})", path=path,
+                                fix=fix) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpiderTablesError(f"the schema file is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                                path=path, fix=fix) from None
+    except RecursionError:
+        raise SpiderTablesError("the schema file is nested too deeply to read", path=path, fix=fix) from None
+    if not isinstance(data, list):
+        raise SpiderTablesError(f"the schema file holds a JSON {type(data).__name__}, not a list of databases",
+                                path=path, fix=fix)
+    entries: dict[str, dict] = {}
+    for position, entry in enumerate(data, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("db_id"), str):
+            raise SpiderTablesError(f"entry #{position} of the schema file has no \"db_id\" text", path=path, fix=fix)
+        for required in ("table_names_original", "column_names_original"):
+            if not isinstance(entry.get(required), list):
+                raise SpiderTablesError(f"entry #{position} ({entry['db_id']}) has no {required} list",
+                                        path=path, fix=fix)
+        entries.setdefault(entry["db_id"], entry)
+    _SPIDER_CACHE[key] = entries
+    return entries
+
+
+def spider_db_ids(path: str | Path) -> set[str]:
+    """The db_ids of a Spider ``tables.json``; raises SpiderTablesError for a file that cannot be used."""
+    return set(_spider_entries(Path(path)))
 
 
 def _catalogue_order(engine: Engine, text) -> list[str] | None:

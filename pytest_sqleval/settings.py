@@ -8,28 +8,90 @@ from pathlib import Path
 
 from .gate import Threshold, ThresholdError, parse_assignment
 
-DEFAULT_TIMEOUT = 30.0
-DEFAULT_MAX_ROWS = 100_000
+from .defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT  # noqa: F401
+
+#: Valid ranges (inclusive upper bounds); anything else is a clear error wherever it is written.
+MAX_TIMEOUT = 86_400.0  # one day, for a query timeout and a connect timeout
+MAX_ROWS_LIMIT = 10**9
+MIN_MEMORY = 2**20  # 1 MiB
+MAX_MEMORY_LIMIT = 2**50  # 1 PiB
+
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "k": 2**10, "kb": 10**3, "kib": 2**10,
+    "m": 2**20, "mb": 10**6, "mib": 2**20,
+    "g": 2**30, "gb": 10**9, "gib": 2**30,
+    "t": 2**40, "tb": 10**12, "tib": 2**40,
+}
 
 
-def positive_float(text: str) -> float:
+def check_seconds(value: object, what: str = "a timeout") -> float:
+    """A finite number of seconds in (0, MAX_TIMEOUT]; ValueError with the reason otherwise."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{what} is a number of seconds, not {value!r}")
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
-    return value
+        number = float(value)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{what} is a number of seconds, not {value!r}") from None
+    if not math.isfinite(number) or not 0 < number <= MAX_TIMEOUT:
+        raise ValueError(f"{what} must be a number of seconds greater than 0 and at most {MAX_TIMEOUT:g}, not {value}")
+    return number
 
 
-def positive_int(text: str) -> int:
+def check_count(value: object, what: str = "a row cap", maximum: int = MAX_ROWS_LIMIT) -> int:
+    """A whole number in [1, maximum]; ValueError with the reason otherwise."""
+    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"{what} is a whole number, not {value!r}")
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
-    return value
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what} is a whole number, not {value!r}") from None
+    if not 1 <= number <= maximum:
+        raise ValueError(f"{what} must be between 1 and {maximum:,}, not {value}")
+    return number
+
+
+def parse_size(value: object, what: str = "max_memory") -> int:
+    """A memory size: bytes (``2147483648``) or with a unit (``2GiB``, ``512MB``, ``512M``); in [1 MiB, 1 PiB]."""
+    import math
+    import re
+
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{what} is a size such as 2GiB, 512MB or a number of bytes, not {value!r}")
+    if isinstance(value, (int, float)):
+        number, unit = float(value), ""
+    else:
+        match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*", value)
+        if not match or match.group(2).lower() not in _SIZE_UNITS:
+            raise ValueError(f"{what} is a size such as 2GiB, 512MB or a number of bytes, not {value!r}")
+        number, unit = float(match.group(1)), match.group(2).lower()
+    if not math.isfinite(number):
+        raise ValueError(f"{what} must be a finite size, not {value!r}")
+    size = number * _SIZE_UNITS[unit]
+    if not MIN_MEMORY <= size <= MAX_MEMORY_LIMIT:
+        raise ValueError(f"{what} must be between 1MiB and 1PiB, not {value!r}")
+    return int(size)
+
+
+def _argparse_type(check, *args):
+    def convert(text: str):
+        try:
+            return check(text, *args)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = check.__name__
+    return convert
+
+
+#: argparse types (also used for the ini options): every bad number is a clear usage error.
+positive_float = _argparse_type(check_seconds, "the timeout")
+connect_seconds = _argparse_type(check_seconds, "the connect timeout")
+positive_int = _argparse_type(check_count, "the value")
+row_cap = _argparse_type(check_count, "the row cap")
+memory_size = _argparse_type(parse_size, "the memory cap")
 
 
 def threshold_assignment(text: str) -> Threshold:
@@ -55,6 +117,11 @@ class Settings:
     ini_thresholds: tuple[Threshold, ...] = field(default_factory=tuple)
     timeout_from_cli: bool = False
     max_rows_from_cli: bool = False
+    max_memory: int | None = None  # bytes, from the command line or ini; the suite's `max_memory:` sits between
+    max_memory_from_cli: bool = False
+    connect_timeout: float | None = None  # seconds, from the command line or ini; the suite's `connect_timeout:` sits between
+    connect_timeout_from_cli: bool = False
+    allow_functions: tuple[str, ...] = ()  # ini `sqleval_allow_functions`; united with each suite's `allow_functions:`
 
 
 class SettingsError(ValueError):
@@ -73,7 +140,12 @@ def resolve_settings(config) -> Settings:
     timeout_cli = option.sqleval_timeout
     max_rows_cli = option.sqleval_max_rows
     timeout = timeout_cli or _ini_number(ini("sqleval_timeout"), "sqleval_timeout", positive_float)
-    max_rows = max_rows_cli or _ini_number(ini("sqleval_max_rows"), "sqleval_max_rows", positive_int)
+    max_rows = max_rows_cli or _ini_number(ini("sqleval_max_rows"), "sqleval_max_rows", row_cap)
+    max_memory_cli = getattr(option, "sqleval_max_memory", None)
+    max_memory = max_memory_cli or _ini_number(_getini(config, "sqleval_max_memory"), "sqleval_max_memory", memory_size)
+    connect_cli = getattr(option, "sqleval_connect_timeout", None)
+    connect_timeout = connect_cli or _ini_number(_getini(config, "sqleval_connect_timeout"), "sqleval_connect_timeout",
+                                                 connect_seconds)
     predictions = option.sqleval_predictions or ini("sqleval_predictions")
     json_path = option.sqleval_json or ini("sqleval_json")
     ini_thresholds = []
@@ -97,7 +169,34 @@ def resolve_settings(config) -> Settings:
         ini_thresholds=tuple(ini_thresholds),
         timeout_from_cli=timeout_cli is not None,
         max_rows_from_cli=max_rows_cli is not None,
+        max_memory=max_memory,
+        max_memory_from_cli=max_memory_cli is not None,
+        connect_timeout=connect_timeout,
+        connect_timeout_from_cli=connect_cli is not None,
+        allow_functions=_ini_function_names(_getini(config, "sqleval_allow_functions")),
     )
+
+
+def _ini_function_names(lines) -> tuple[str, ...]:
+    """The ini option ``sqleval_allow_functions``: function names, one or more per line."""
+    import re
+
+    names = []
+    for line in lines or ():
+        for name in str(line).replace(",", " ").split():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?", name):
+                raise SettingsError(f"ini option sqleval_allow_functions: {name!r} is not a function name "
+                                    "(give names such as my_udf or schema.my_udf, without parentheses)")
+            names.append(name)
+    return tuple(names)
+
+
+def _getini(config, name: str):
+    try:
+        value = config.getini(name)
+    except ValueError:  # the option is not registered (a plugin that declares only some options)
+        return None
+    return value if value not in ("", None, []) else None
 
 
 def _ini_bool(value, name: str) -> bool:

@@ -26,6 +26,8 @@ class DatabaseSpec:
     url: str
     setup: tuple[Path, ...] = ()
     source: str = ""  # as written in the suite, for messages
+    #: The suite's `connect_timeout:` (seconds), None for the run's setting; not part of the identity.
+    connect_timeout: float | None = field(default=None, compare=False)
 
     @property
     def dialect(self) -> str:
@@ -48,12 +50,10 @@ class DatabaseSpec:
 
 
 def hide_password(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    credentials, at, host = rest.rpartition("@")
-    user, colon, _password = credentials.partition(":")
-    return f"{scheme}://{user}{':***' if colon else ''}{at}{host}"
+    """``url`` with its password and secret query parameters masked (see :mod:`pytest_sqleval.secrets`)."""
+    from .secrets import mask_url
+
+    return mask_url(url)
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,15 @@ class SchemaSource:
 
     tables_json: Path
     db_id: str
+
+
+@dataclass(frozen=True)
+class ExpectedRows:
+    """Rows a case expects instead of a gold query (``expected: {columns: [...], rows: [[...]]}``)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    ordered: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,28 @@ class Case:
     interaction: str | None = None
     turn: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Every accepted gold SQL (``gold: [sql1, sql2]``); ``gold`` is the first. Empty for expected rows.
+    golds: tuple[str, ...] = ()
+    #: ``expected: {columns, rows}``: rows the prediction must return, instead of a gold query.
+    expected: ExpectedRows | None = None
+    #: Shape checks on the prediction's result: column names (or a count), a row count.
+    expect_columns: tuple[str, ...] | int | None = None
+    expect_rows: int | None = None
+    #: A SQL policy checked on the parsed prediction (a :class:`pytest_sqleval.policy.Policy`).
+    policy: Any = None
+    #: ``evidence:`` (BIRD's external knowledge), for the model's prompt.
+    evidence: str | None = None
+
+    @property
+    def accepted_golds(self) -> tuple[str, ...]:
+        """The gold SQL texts any of which may match (none for a case with expected rows)."""
+        if self.golds:
+            return self.golds
+        return (self.gold,) if self.gold else ()
+
+    @property
+    def has_shape_checks(self) -> bool:
+        return self.expect_columns is not None or self.expect_rows is not None
 
     @property
     def item_name(self) -> str:
@@ -113,8 +144,16 @@ class Suite:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     timeout: float | None = None
     max_rows: int | None = None
+    max_memory: int | None = None  # bytes
+    connect_timeout: float | None = None
+    #: `allow_functions:`: the user's own functions a prediction may call beside the dialect's allowlist.
+    allow_functions: tuple[str, ...] = ()
     description: str = ""
     predictions_file: Path | None = None
+    #: The model keys (`model:`, `prompt:`, ...): a :class:`pytest_sqleval.model.config.SuiteModelSpec`, or None.
+    model: Any = None
+    #: `efficiency: true`: time gold and prediction for BIRD's R-VES (`r_ves`), as --sqleval-efficiency does.
+    efficiency: bool = False
 
     def case(self, case_id: str) -> Case | None:
         for case in self.cases:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from .aggregate import aggregate_suite
-from .gate import Threshold, Verdict, make_threshold, merge
+from .gate import OVERALL_PREFIX, Threshold, Verdict, make_threshold, merge
 from .suite import Suite
 
 
@@ -33,7 +33,7 @@ def summarize(suite: Suite, records: Sequence[Mapping[str, Any]], *, cli: Iterab
               ini: Iterable[Threshold] = (), display_path: str | None = None) -> SuiteSummary:
     aggregates = aggregate_suite(records)
     suite_thresholds = [make_threshold(metric, value, "suite") for metric, value in suite.thresholds.items()]
-    thresholds = merge(cli, suite_thresholds, ini)
+    thresholds = [t for t in merge(cli, suite_thresholds, ini) if not t.metric.startswith(OVERALL_PREFIX)]
     return SuiteSummary(
         name=suite.name,
         path=display_path or str(suite.path),

@@ -73,7 +73,8 @@ POSTGRES = [
     ("create-extension", "CREATE EXTENSION dblink", "rejected"),
     ("do-block", "DO $$ BEGIN DELETE FROM tickets; END $$", "rejected"),
     ("terminate", "SELECT pg_terminate_backend(pg_backend_pid())", "rejected"),
-    ("sleep", "SELECT pg_sleep(30)", "timeout"),
+    ("sleep", "SELECT pg_sleep(30)", "rejected"),  # not on the allowlist of pure functions
+    ("slow-pure-query", "SELECT count(*) FROM generate_series(1, 2000000000)", "timeout"),
     ("runaway-join", "SELECT count(*) FROM generate_series(1, 200000) a, generate_series(1, 200000) b WHERE a + b = 7",
      "timeout"),
     # generate_series in FROM materialises before the first row; a nested loop of three streams.

@@ -29,7 +29,8 @@ def suite(tmp_path, write_suite):
     """))
 
 
-def test_each_gold_runs_once_per_session(suite):
+def test_each_gold_runs_once_per_session(suite, monkeypatch):
+    monkeypatch.setenv("SQLEVAL_SANDBOX", "0")  # count the statements on this process's own connection
     engine = sqlite_engine(suite.cases[0].database.file_path)
     statements: list[str] = []
     with engine.connect() as conn:  # StaticPool: the one connection every query uses

@@ -28,6 +28,9 @@ from ..errors import QueryError
 from ..results import QueryResult
 from ..sql.guard import check_prediction
 
+#: PostgreSQL memory per sort/hash operation of an untrusted query (the server's side of the memory cap).
+POSTGRES_WORK_MEM = "64MB"
+
 #: SQLite virtual-machine instructions between two timeout checks.
 SQLITE_PROGRESS_STEPS = 1000
 
@@ -53,14 +56,132 @@ def sqlglot_dialect(engine_dialect: str) -> str:
     return SQLGLOT_DIALECTS.get(engine_dialect, engine_dialect)
 
 
-def run_query(engine, sql: str, *, timeout: float, max_rows: int, untrusted: bool = True, dialect: str | None = None) -> QueryResult:
-    backend = engine.dialect.name
+#: Defaults for ``run_query`` calls that give no limits (the plugin always passes its settings).
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_ROWS = 100_000
+
+
+def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
+              untrusted: bool = True, dialect: str | None = None, rewrite: str | None = None,
+              allow_functions: frozenset[str] | set[str] = frozenset(), max_memory: int | None = None,
+              role: str | None = None) -> QueryResult:
+    """Run one query under every limit; raises QueryError(kind) for anything but a result.
+
+    Untrusted SQL is guarded first. ``rewrite="strip_distinct"`` applies the profile's rewrite (guarded
+    again). The reproduction profiles' rewrites (:mod:`pytest_sqleval.sql.statements`) keep only the statement
+    the official evaluator runs: ``"official_distinct"`` (test-suite: sqlparse's first statement, DISTINCT
+    tokens cut from the text) and ``"sqlite3_statement"`` (BIRD: Python sqlite3's one-statement rule); a text
+    with no statement returns an empty result without running. The guard, the rewrite and the query run in the process's killable query process
+    (:mod:`~pytest_sqleval.execution.sandbox`) when the engine can be reopened there; otherwise here,
+    with the engine's own timeout only.
+    """
+    from .sandbox import DEFAULT_MAX_MEMORY, process_sandbox, sandbox_enabled
+    from .targets import target_of
+
+    dialect = dialect or sqlglot_dialect(engine.dialect.name)
+    allowed = frozenset(a.lower() for a in allow_functions)
+    if rewrite in ("official_distinct", "sqlite3_statement"):
+        # Reproduction profiles: only the statement the official evaluator runs is kept (the rest never
+        # runs); a text without any statement runs nothing and returns no rows, as it does there.
+        from ..sql.statements import official_text, remove_distinct_tokens
+
+        sql = official_text(sql, dialect, "sqlite3" if rewrite == "sqlite3_statement" else rewrite)
+        if sql is None:
+            return QueryResult(columns=(), rows=[])
+        if rewrite == "official_distinct":
+            sql = remove_distinct_tokens(sql, dialect)  # the text that runs; every guard below reads exactly it
+        rewrite = None
     if untrusted:
-        check_prediction(sql, dialect or sqlglot_dialect(backend))
+        _guard_as_the_engine_reads(sql, dialect, engine, allowed)
+    target = target_of(engine) if sandbox_enabled() else None
+    if target is not None:
+        return process_sandbox().run(
+            target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect, rewrite=rewrite,
+            allow_functions=allowed, role=role or _restricted_role(engine),
+            max_memory=DEFAULT_MAX_MEMORY if max_memory is None else max_memory,
+        )
+    sql = prepare_sql(sql, dialect, untrusted=untrusted, rewrite=rewrite, allow_functions=allowed)
+    return execute_inline(engine, sql, timeout=timeout, max_rows=max_rows, role=role or _restricted_role(engine))
+
+
+def _guard_as_the_engine_reads(sql: str, dialect: str, engine, allow_functions: frozenset[str]) -> None:
+    """When the suite's dialect is not the engine's (a `dialect: sqlite` suite run on PostgreSQL), guard the text
+    as the engine's dialect too: the engine lexes it (dollar quotes, comments, quoting), not the suite's dialect."""
+    from ..sql.guard import dialect_key
+
+    engine_dialect = sqlglot_dialect(engine.dialect.name)
+    try:
+        same = dialect_key(engine_dialect) == dialect_key(dialect)
+    except (ValueError, KeyError):  # an engine sqlglot has no dialect for: the suite's dialect is all there is
+        return
+    if not same:
+        _guard(sql, engine_dialect, allow_functions)
+
+
+def _restricted_role(engine) -> str | None:
+    """The SELECT-only role of a PostgreSQL database the plugin built (None for any other)."""
+    try:
+        from .engines import restricted_role_for
+    except ImportError:
+        return None
+    try:
+        return restricted_role_for(engine)
+    except Exception:  # noqa: BLE001 - no role known: the read-only transaction still applies
+        return None
+
+
+def prepare_sql(sql: str, dialect: str, *, untrusted: bool, rewrite: str | None = None,
+                allow_functions: frozenset[str] = frozenset()) -> str:
+    """The text that will run: guarded when untrusted, rewritten by the profile (and guarded again)."""
+    if rewrite == "official_distinct":
+        # test-suite-sql-eval's remove_distinct: the keyword cut out of the text, the rest run as written;
+        # only the text that runs is guarded (and it always is, when untrusted).
+        from ..sql.statements import remove_distinct_tokens
+
+        sql = remove_distinct_tokens(sql, dialect)
+        if untrusted:
+            _guard(sql, dialect, allow_functions)
+        return sql
+    if untrusted:
+        _guard(sql, dialect, allow_functions)
+    if rewrite == "strip_distinct":
+        from sqlglot.errors import SqlglotError
+
+        from ..sql.rewrite import strip_distinct
+
+        try:
+            sql = strip_distinct(sql, dialect)
+        except (SqlglotError, RecursionError) as exc:
+            raise QueryError("syntax", f"cannot strip DISTINCT: {_first_line(exc)}") from None
+        if untrusted:
+            _guard(sql, dialect, allow_functions)
+    elif rewrite is not None:
+        raise ValueError(f"unknown rewrite {rewrite!r}")
+    return sql
+
+
+def _guard(sql: str, dialect: str, allow_functions: frozenset[str]) -> None:
+    if allow_functions:
+        check_prediction(sql, dialect, allow_functions=allow_functions)
+    else:
+        check_prediction(sql, dialect)
+
+
+def execute_inline(engine, sql: str, *, timeout: float, max_rows: int, role: str | None = None,
+                   timeout_label: float | None = None) -> QueryResult:
+    """Run already-checked SQL on ``engine`` in this process, with the engine's own timeout and the row cap."""
+    backend = engine.dialect.name
     runner = _RUNNERS.get(backend, _run_generic)
     raw = engine.raw_connection()
     try:
-        return runner(raw.dbapi_connection, sql, timeout, max_rows)
+        if backend == "postgresql":
+            return _run_postgres(raw.dbapi_connection, sql, timeout, max_rows, role=role, timeout_label=timeout_label)
+        try:
+            return runner(raw.dbapi_connection, sql, timeout, max_rows)
+        except QueryError as exc:
+            if exc.kind == "timeout" and timeout_label is not None:
+                raise QueryError("timeout", _timeout_message(timeout_label)) from None
+            raise
     finally:
         raw.close()
 
@@ -69,6 +190,10 @@ def _cap(rows: list[tuple], max_rows: int) -> list[tuple]:
     if len(rows) > max_rows:
         raise QueryError("row_limit", f"returned more than {max_rows} rows (the row cap; raise it with --sqleval-max-rows)")
     return rows
+
+
+def _memory_message() -> str:
+    return "the query needed more memory than allowed (raise it with --sqleval-max-memory or the suite's `max_memory:`)"
 
 
 def _timeout_message(timeout: float) -> str:
@@ -100,6 +225,8 @@ def _sqlite_error(conn: sqlite3.Connection, sql: str, exc: sqlite3.Error, timeou
     lowered = message.lower()
     if lowered == "interrupted":
         return QueryError("timeout", _timeout_message(timeout))
+    if lowered == "out of memory" or isinstance(exc, MemoryError):
+        return QueryError("memory", _memory_message())
     if "not authorized" in lowered or "readonly" in lowered or "read-only" in lowered or "query_only" in lowered:
         return QueryError("rejected", f"refused by the read-only connection: {message}")
     if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in lowered:
@@ -140,6 +267,8 @@ def _duckdb_error(exc: Exception) -> QueryError:
     import duckdb
 
     message = _first_line(exc)
+    if isinstance(exc, getattr(duckdb, "OutOfMemoryException", ())) or "out of memory" in message.lower():
+        return QueryError("memory", f"{_memory_message()}: {message}")
     if isinstance(exc, duckdb.PermissionException) or "read-only" in message.lower() or "disabled by configuration" in message.lower():
         return QueryError("rejected", f"refused by the read-only connection: {message}")
     compile_errors = tuple(
@@ -150,9 +279,14 @@ def _duckdb_error(exc: Exception) -> QueryError:
 
 
 # --------------------------------------------------------------------------- PostgreSQL
-def _run_postgres(conn: Any, sql: str, timeout: float, max_rows: int) -> QueryResult:
-    """A read-only transaction, always rolled back; a server-side cursor fetches at most cap + 1 rows."""
+def _run_postgres(conn: Any, sql: str, timeout: float, max_rows: int, *, role: str | None = None,
+                  timeout_label: float | None = None) -> QueryResult:
+    """A read-only transaction, always rolled back; a server-side cursor fetches at most cap + 1 rows.
+
+    ``role``: the plugin's SELECT-only role of a database it built, taken with SET LOCAL ROLE.
+    """
     import psycopg
+    from psycopg import sql as pgsql
 
     autocommit = conn.autocommit
     if autocommit:
@@ -160,12 +294,17 @@ def _run_postgres(conn: Any, sql: str, timeout: float, max_rows: int) -> QueryRe
     try:
         conn.execute("SET TRANSACTION READ ONLY")
         conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
+        conn.execute(f"SET LOCAL work_mem = '{POSTGRES_WORK_MEM}'")
+        # The guard lexes strings the way PostgreSQL does only with standard strings (the default since 9.1).
+        conn.execute("SET LOCAL standard_conforming_strings = on")
+        if role:
+            conn.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(role)))
         with conn.cursor(name="sqleval_query") as cursor:
             cursor.execute(sql)
             rows = cursor.fetchmany(max_rows + 1)
             columns = tuple(d.name for d in cursor.description or ())
     except psycopg.Error as exc:
-        raise _postgres_error(exc, timeout) from None
+        raise _postgres_error(exc, timeout if timeout_label is None else timeout_label) from None
     finally:
         _rollback(conn)
         if autocommit:
@@ -185,6 +324,8 @@ def _postgres_error(exc: Exception, timeout: float) -> QueryError:
     message = _first_line(exc)
     if state == "57014":
         return QueryError("timeout", _timeout_message(timeout))
+    if state in ("53200", "53400"):  # out of memory; temp_file_limit or another configured limit
+        return QueryError("memory", f"{_memory_message()}: {message}")
     if state in ("25006", "42501"):
         return QueryError("rejected", f"refused by the read-only connection: {message}")
     if state.startswith("42") or state == "0A000":

@@ -181,6 +181,10 @@ class ExecutionVerdict:
     gold_only_rows: tuple[Row, ...] = ()
     pred_only_rows: tuple[Row, ...] = ()
 
+    def __bool__(self) -> bool:
+        """``assert compare_results(...)`` holds exactly when the results match."""
+        return bool(self.match)
+
 
 @dataclass(frozen=True)
 class _Rules:
@@ -212,6 +216,14 @@ def compare_results(
     width = gold.column_count
     if width != pred.column_count:
         return _miss("column_count", f"gold has {_count(width, 'column')}, the prediction {pred.column_count}")
+    verdict = _compare_same_width(gold, pred, options, width, ordered, tie_groups)
+    if verdict.match and _official_test_suite(options) and not official_quick_rej(gold.rows, pred.rows, ordered):
+        return _miss("values", "test-suite's quick_rej rejects the pair (it sorts each row's values as strings)")
+    return verdict
+
+
+def _compare_same_width(gold: QueryResult, pred: QueryResult, options: ComparisonOptions, width: int, ordered: bool,
+                        tie_groups: Sequence[int] | None) -> ExecutionVerdict:
     rules = _Rules(
         match_columns=options.columns == "match",
         distinct_rows=options.duplicates == "set",
@@ -229,6 +241,34 @@ def compare_results(
         if raw_key is not _UNDECIDED and gold_table.unchanged:
             gold_table.key_column = raw_key  # the same cells: the raw search's answer stands
         return _Comparison(gold_table, pred_table).verdict(rules)
+
+
+def _official_test_suite(options: ComparisonOptions) -> bool:
+    """The ``test-suite`` profile as the official script compares (any ``distinct``; no other override)."""
+    from dataclasses import replace
+
+    from .profiles import EXECUTION_PROFILES
+
+    official = EXECUTION_PROFILES["test-suite"]
+    return options.profile == "test-suite" and replace(options, distinct=official.distinct) == official
+
+
+def official_quick_rej(gold_rows: Sequence[tuple], pred_rows: Sequence[tuple], ordered: bool) -> bool:
+    """test-suite-sql-eval's ``quick_rej`` (True: the pair may still match), reproduced by the ``test-suite``
+    profile: each row's values sorted by ``str(v) + str(type(v))``; in order the lists of sorted rows must be
+    equal, otherwise their sets. Sorting by the string makes ``(1, 2.0)`` and ``(2, 1.0)`` differ even
+    though a column permutation makes them equal (the official script then scores 0, and so do we)."""
+    def unorder(row: tuple) -> tuple:
+        return tuple(sorted(row, key=lambda v: str(v) + str(type(v))))
+
+    try:
+        gold_sorted = [unorder(row) for row in gold_rows]
+        pred_sorted = [unorder(row) for row in pred_rows]
+        if ordered:
+            return gold_sorted == pred_sorted
+        return set(gold_sorted) == set(pred_sorted)
+    except (TypeError, ValueError):  # unhashable cells: the official script would fail too; leave it to the comparison
+        return True
 
 
 def _raw_match(gold: QueryResult, pred: QueryResult, rules: _Rules) -> tuple[Mapping | None, Any]:

@@ -35,9 +35,20 @@ expressions become placeholder columns, IS NULL a condition, a LEFT JOIN a
 join, a CTE reference a table. The result then says ``extended=True`` and
 lists the constructs.
 
+A bare boolean condition (``WHERE is_vip``, ``HAVING max(is_vip)``, ``WHERE
+NOT flag``, ``WHERE a AND b`` on boolean columns) is outside the official
+grammar; the extended reading counts it as one condition unit on that
+expression (``HAVING max(is_vip)`` has an aggregate, ``WHERE NOT flag`` a NOT).
+
 Classifier ``sqleval`` is a corrected variant, never applied unless asked
 for: HAVING contributes its real aggregates (not its connectors), a NOT
 condition is not an aggregate, and FROM subqueries count in component2.
+
+Classification never errors a case: :func:`difficulty_label` turns anything
+:func:`classify_hardness` cannot classify (SQL beyond the limits of
+:mod:`pytest_sqleval.sql.limits`, which raise
+:class:`~pytest_sqleval.sql.limits.SqlTooComplex`, or an unexpected error) into
+level ``None`` with source ``unclassified: <short reason>``.
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..schema import Schema
+from ..sql.limits import SqlTooComplex, bounded_stack, too_complex_reason
 from .exact_match.parsing import SqlParseError
 from .exact_match.spider_sql import WHERE_OPS, OutsideGrammar, SpiderSQL, read_spider_sql
 
@@ -73,24 +85,54 @@ class HardnessResult:
 
 
 def spider_hardness(gold_sql: str, schema: Schema, *, dialect: str = "sqlite", classifier: Classifier = "spider") -> Level:
-    """The hardness level of ``gold_sql``; raises ``ValueError`` when sqlglot cannot parse it."""
+    """The hardness level of ``gold_sql``; raises ``ValueError`` when sqlglot cannot parse it
+    (:class:`~pytest_sqleval.sql.limits.SqlTooComplex` beyond the limits)."""
     result = classify_hardness(gold_sql, schema, dialect=dialect, classifier=classifier)
     if result is None:
         raise SqlParseError(f"cannot parse the gold SQL: {gold_sql!r}")
     return result.level
 
 
+def difficulty_label(gold_sql: str, schema: Schema, *, dialect: str = "sqlite",
+                     classifier: Classifier = "spider") -> tuple[Level | None, str]:
+    """``(level, source)`` for a case record; never raises.
+
+    ``source`` is :attr:`HardnessResult.source`, ``unparsed`` (sqlglot cannot
+    parse the SQL) or ``unclassified: <short reason>`` (beyond the scoring
+    limits, or an unexpected error).
+    """
+    try:
+        result = classify_hardness(gold_sql, schema, dialect=dialect, classifier=classifier)
+    except Exception as exc:  # noqa: BLE001 - classification must never error a case
+        return None, f"unclassified: {_short_reason(exc)}"
+    if result is None:
+        return None, "unparsed"
+    return result.level, result.source
+
+
+def _short_reason(exc: BaseException) -> str:
+    if isinstance(exc, (SqlTooComplex, RecursionError, MemoryError)):
+        return too_complex_reason(exc)
+    message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+@bounded_stack
 def classify_hardness(gold_sql: str, schema: Schema, *, dialect: str = "sqlite",
                       classifier: Classifier = "spider") -> HardnessResult | None:
-    """The full result, or ``None`` when sqlglot cannot parse ``gold_sql``."""
+    """The full result, or ``None`` when sqlglot cannot parse ``gold_sql``.
+
+    Raises :class:`~pytest_sqleval.sql.limits.SqlTooComplex` for SQL beyond the limits.
+    """
     if classifier not in CLASSIFIERS:
         raise ValueError(f"unknown hardness classifier {classifier!r}; classifiers are: {', '.join(CLASSIFIERS)}")
     try:
-        read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=True)
-        extended = False
-    except OutsideGrammar:
-        read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=False)
-        extended = True
+        try:
+            read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=True)
+            extended = False
+        except OutsideGrammar:  # a text-level objection comes before parsing: the lenient reading may not parse
+            read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=False)
+            extended = True
     except SqlParseError:
         return None
     sql = read.sql

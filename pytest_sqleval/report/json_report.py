@@ -12,15 +12,28 @@ SCHEMA = "sqleval-report/1"
 CASE_KEYS = (
     "suite", "id", "interaction", "turn", "database", "difficulty", "tags", "question", "gold", "predicted",
     "valid", "error", "execution_match", "soft_f1", "exact_match", "clauses", "vacuous", "outcome",
+    # BIRD mini-dev's Soft F1 and, with --sqleval-efficiency, its R-VES (fidelity issue)
+    "bird_soft_f1", "r_ves", "r_ves_reward", "r_ves_time_ratio",
     "mismatch", "databases", "exact_match_reason", "difficulty_source", "order_note", "metadata",
+    # what `sqleval merge` / `sqleval gate` need to recompute aggregates from the report alone
+    "index", "passed_rule", "execution_match_first",
+    # several accepted golds, expected rows, shape checks and a SQL policy (assertions issue)
+    "golds", "expected", "gold_index", "gold_scores", "clause_sets", "exact_match_gold_index", "shape", "policy",
+    # the model in the loop: where the prediction came from, what the model said and what the call cost
+    "prediction_source", "model", "raw_output", "extraction", "latency_s", "tokens", "cached", "cost", "prediction_extra",
 )
 
 
 def build_report(suites: Sequence[Any], records: Sequence[dict[str, Any]], *, run: dict[str, Any]) -> dict[str, Any]:
+    from ..model.usage import attach_usage, run_models
+
+    entries = [suite_entry(s) for s in suites]
+    attach_usage(entries, records)  # per suite: model calls, cache hits, tokens, latency, cost
+    models = run_models(records)
     return {
         "schema": SCHEMA,
-        "run": run,
-        "suites": [suite_entry(s) for s in suites],
+        "run": {**run, "model": models} if models is not None else run,
+        "suites": entries,
         "cases": [case_entry(r) for r in records],
     }
 
@@ -42,7 +55,7 @@ def suite_entry(summary: Any) -> dict[str, Any]:
         "thresholds": [v.as_json() for v in summary.verdicts],
         "passed": summary.passed,
     }
-    for optional in ("clauses", "by_turn"):
+    for optional in ("clauses", "by_turn", "intervals"):
         if optional in aggregates:
             entry[optional] = aggregates[optional]
     return entry
@@ -59,5 +72,30 @@ def case_entry(record: dict[str, Any]) -> dict[str, Any]:
 def write_report(path: str | Path, report: dict[str, Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    path.write_text(report_text(report), encoding="utf-8")
     return path
+
+
+def report_text(report: dict[str, Any]) -> str:
+    """The report as JSON text that always encodes as UTF-8: a lone surrogate (invalid text in a
+    prediction, a model's output, a database value) is written as U+FFFD, never an error."""
+    text = json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(_valid_text(report), indent=2, ensure_ascii=False, default=str) + "\n"
+    return text
+
+
+def _valid_text(value: Any) -> Any:
+    from ..predictions import printable_text
+
+    if isinstance(value, str):
+        return printable_text(value)
+    if isinstance(value, dict):
+        return {_valid_text(str(k)): _valid_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_valid_text(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return printable_text(str(value))

@@ -21,6 +21,8 @@ METRIC_ROWS = (
     ("execution_accuracy", "execution_accuracy"),
     ("test_suite_accuracy", "test_suite_accuracy"),
     ("soft_f1", "soft_f1"),
+    ("bird_soft_f1", "bird_soft_f1"),
+    ("r_ves", "r_ves"),
     ("exact_match", "exact_match"),
     ("question_match", "question_match"),
     ("interaction_match", "interaction_match"),
@@ -66,6 +68,7 @@ def _write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: boo
     if agg.get("clauses"):
         parts = [f"{name} {value:.4f}" for name, value in agg["clauses"].items()]
         tr.write_line("  exact-match components: " + ", ".join(parts))
+    _write_model_usage(tr, records)
     _write_misses(tr, records, verbose=verbose)
     _write_verdicts(tr, summary)
     tr.write_line("")
@@ -73,16 +76,18 @@ def _write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: boo
 
 def _write_metrics(tr, agg: dict) -> None:
     metrics, grouped = agg["metrics"], agg.get("by_gold_sql", {})
-    tr.write_line(f"  {'metric':<31} {'value':>8}   {'per gold SQL':>12}")
+    intervals = agg.get("intervals", {})
+    tr.write_line(f"  {'metric':<31} {'value':>8} {'95% interval':>18}   {'per gold SQL':>12}")
     for key, label in METRIC_ROWS:
         if key not in metrics:
             continue
         value = fmt(metrics[key])
+        interval = fmt_interval(intervals.get(key))
         per_gold = fmt(grouped.get(key)) if key in grouped else ""
         extra = ""
         if key == "error_count" and metrics.get("errors_by_kind"):
             extra = "   (" + ", ".join(f"{k} {n}" for k, n in metrics["errors_by_kind"].items()) + ")"
-        tr.write_line(f"  {label:<31} {value:>8}   {per_gold:>12}{extra}")
+        tr.write_line(f"  {label:<31} {value:>8} {interval:>18}   {per_gold:>12}{extra}")
     if grouped.get("groups") is not None:
         tr.write_line(f"  (per gold SQL: mean over {grouped['groups']} distinct gold queries, MRO 3.2)")
 
@@ -103,6 +108,14 @@ def _write_turns(tr, by_turn: dict) -> None:
     for bucket, row in by_turn.items():
         tr.write_line(f"    turn {bucket:<8} {row['turns']:>6} {fmt(row.get('question_match')):>8} "
                       f"{fmt(row.get('execution_accuracy')):>8}")
+
+
+def _write_model_usage(tr, records: list[dict]) -> None:
+    from ..model.usage import usage, usage_line
+
+    block = usage(records)
+    if block is not None:
+        tr.write_line("  " + usage_line(block))
 
 
 def _write_misses(tr, records: list[dict], *, verbose: bool) -> None:
@@ -147,3 +160,70 @@ def write_gold_check(tr, records: Sequence[dict]) -> None:
     broken = len(errors) + sum(1 for r in flagged if r.get("gold_status") == "broken")
     tr.write_line(f"{checked} gold queries checked: {broken} broken, "
                   f"{sum(1 for r in flagged if r.get('gold_status') == 'flagged')} with warnings")
+
+
+# --------------------------------------------------------------------------- the deploy gate (overall, baseline, gates)
+def fmt_interval(interval: Any, decimals: int = 4) -> str:
+    if not interval:
+        return ""
+    return f"[{interval[0]:.{decimals}f}, {interval[1]:.{decimals}f}]"
+
+
+OVERALL_ROWS = ("valid_syntax", "error_count", "execution_accuracy", "test_suite_accuracy", "soft_f1", "bird_soft_f1",
+                "r_ves", "exact_match",
+                "question_match", "interaction_match", "pass_rate")
+
+
+def write_deploy_gate(tr, report: dict) -> None:
+    """The overall figure, the comparison with the baseline and the verdict of every gate not already shown per suite."""
+    overall = report.get("overall")
+    if overall:
+        parts = []
+        for key in OVERALL_ROWS:
+            if key in overall["metrics"]:
+                interval = fmt_interval(overall["intervals"].get(key), 2)
+                parts.append(f"{key} {fmt(overall['metrics'][key])}" + (f" {interval}" if interval else ""))
+        tr.write_line(f"overall ({overall['suites']} suites, {overall['scored']} scored cases, micro-average): "
+                      + ", ".join(parts))
+    baseline = report.get("baseline")
+    if baseline:
+        tr.write_line(f"compared with the baseline {baseline['path']}:")
+        for warning in baseline.get("warnings", []):
+            tr.write_line(f"  warning: {warning}", yellow=True)
+        for entry in [*baseline["suites"], {"name": "overall", **baseline["overall"]}]:
+            _write_comparison(tr, entry)
+    gates = [g for g in report.get("gates", []) if g["kind"] != "threshold" or g["suite"] == "overall"]
+    for gate in gates:
+        where = "" if gate["suite"] == "overall" else f"suite {gate['suite']}: "
+        tr.write_line(f"{where}{gate['message']}", green=gate["passed"], red=not gate["passed"], bold=not gate["passed"])
+    failed = [g for g in gates if not g["passed"]]
+    if failed and not (report.get("run") or {}).get("shard"):
+        tr.write_line(f"sqleval deploy gate failed ({len(failed)} gate(s)): exit status 1 comes from the gate",
+                      red=True, bold=True)
+
+
+def _write_comparison(tr, entry: dict) -> None:
+    counts = entry["counts"]
+    described = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in counts if counts[k])
+    if entry.get("pairs_with_errors"):
+        errors = f"{len(entry['pairs_with_errors'])} with a suite error on one side (not compared)"
+        described = f"{described}, {errors}" if described else errors
+    tr.write_line(f"  {entry['name']}: {described or 'no cases'}")
+    from ..deploygate import format_p
+
+    unchanged = [m for m, stats in entry["metrics"].items() if stats["current"] == stats["baseline"]
+                 and not any((stats.get("discordant") or {}).values())]
+    for metric, stats in entry["metrics"].items():
+        if metric in unchanged:
+            continue
+        lo, hi = stats["ci"]
+        tr.write_line(f"    {metric:<20} {fmt(stats['baseline'])} -> {fmt(stats['current'])}  "
+                      f"delta {stats['delta']:+.4f} (95% CI [{lo:+.4f}, {hi:+.4f}], p={format_p(stats['p_value'])}, "
+                      f"{stats['test']}, {stats['n_pairs']} pairs)")
+    if unchanged:
+        n_pairs = entry["metrics"][unchanged[0]]["n_pairs"]
+        tr.write_line(f"    unchanged over {n_pairs} pairs: {', '.join(unchanged)}")
+    if entry["name"] != "overall" and entry["pairs"]["regressed"]:
+        shown = entry["pairs"]["regressed"][:MISS_LIST_LIMIT]
+        more = len(entry["pairs"]["regressed"]) - len(shown)
+        tr.write_line("    regressed: " + ", ".join(shown) + (f" (and {more} more)" if more else ""), yellow=True)

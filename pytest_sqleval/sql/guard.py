@@ -2,23 +2,42 @@
 
 Predicted SQL is untrusted model output. It runs only if sqlglot reads it, in
 the suite's dialect, as exactly one query (SELECT, WITH ... SELECT, VALUES or
-a set operation) with no statement, clause or function that writes, changes
-settings, or touches files or the network anywhere in its tree. Anything else
-is refused with kind ``rejected`` (or ``syntax`` when it does not parse) and
-never executed. The engines are read-only on their own side as well
+a set operation) with no statement or clause that writes, changes settings,
+or touches files anywhere in its tree, and if every function it calls is on
+its dialect's ALLOWLIST of pure functions
+(:mod:`pytest_sqleval.sql.allowed_functions`, extended by the user's
+``allow_functions``). Relations that expose secrets or server state (such as
+PostgreSQL's ``pg_authid``) are refused as well. Anything else is refused with
+kind ``rejected`` (or ``syntax`` when it does not parse) and never executed.
+The engines are read-only on their own side as well
 (see :mod:`pytest_sqleval.execution.engines`), so a gap here cannot become a
 write.
+
+How calls are found: the engine runs the *text*, so every name in sqlglot's
+token stream that is followed by ``(`` is a call unless the parsed tree shows
+it is something else (an alias's column list, a CTE's name, a type's
+modifiers). A call is checked by the name the engine resolves (PostgreSQL
+folds unquoted names to lower case and takes quoted names as written; SQLite
+and DuckDB ignore case). This does not depend on how sqlglot types a function
+(``exp.Upper``, ``exp.Anonymous``, ...), and sqlglot cannot hide a call by
+dropping arguments it does not model (it drops those of ``uuid(...)``). Names
+whose text differs from what the engine reads (PostgreSQL ``U&"..."``
+identifiers with Unicode escapes) are refused as a class.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.tokens import Token, TokenType
 
 from ..errors import QueryError
+from . import allowed_functions as allowlist
 
 #: Longest prediction the guard accepts (characters).
 MAX_SQL_LENGTH = 200_000
@@ -35,37 +54,11 @@ FORBIDDEN_NODES = _node_types(
     "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "TruncateTable", "Copy", "Command",
     "Attach", "Detach", "Pragma", "Set", "Install", "Use", "Transaction", "Commit", "Rollback", "LoadData",
     "Into", "Lock", "Grant", "Revoke", "Analyze", "Refresh", "Cache", "Uncache", "Kill", "Export",
+    "NextValueFor",
 )
 
-#: Functions that read or write files, reach the network, run dynamic SQL,
-#: load code, change settings or signal other sessions (lower-case names).
-FORBIDDEN_FUNCTIONS = frozenset(
-    {
-        # SQLite
-        "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer",
-        # DuckDB: file/network readers, dynamic SQL, settings
-        "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "parquet_metadata", "parquet_schema",
-        "parquet_file_metadata", "parquet_kv_metadata", "read_json", "read_json_auto", "read_json_objects",
-        "read_json_objects_auto", "read_ndjson", "read_ndjson_auto", "read_ndjson_objects", "read_text",
-        "read_blob", "read_xlsx", "sniff_csv", "glob", "iceberg_scan", "iceberg_metadata", "iceberg_snapshots",
-        "delta_scan", "sqlite_scan", "sqlite_attach", "postgres_scan", "postgres_attach", "postgres_query",
-        "mysql_scan", "mysql_query", "query", "query_table", "current_setting_set", "duckdb_secrets",
-        "install_extension", "load_extension_duckdb",
-        # PostgreSQL: server files, large objects, remote databases, dynamic SQL, settings, signals
-        "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_ls_logdir", "pg_ls_waldir", "pg_ls_tmpdir",
-        "pg_ls_archive_statusdir", "pg_stat_file", "pg_file_write", "pg_file_rename", "pg_file_unlink",
-        "lo_import", "lo_export", "lo_from_bytea", "lo_put", "lo_create", "lo_creat", "lo_unlink", "lo_truncate",
-        "lo_open", "lo_write", "dblink", "dblink_exec", "dblink_connect", "dblink_connect_u", "dblink_open",
-        "dblink_fetch", "dblink_send_query", "dblink_get_result", "query_to_xml", "query_to_xmlschema",
-        "query_to_xml_and_xmlschema", "cursor_to_xml", "cursor_to_xmlschema", "set_config",
-        "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
-        "pg_promote", "pg_switch_wal", "pg_create_restore_point", "pg_advisory_lock", "pg_advisory_lock_shared",
-        "pg_advisory_xact_lock", "pg_advisory_xact_lock_shared", "pg_try_advisory_lock",
-        "pg_try_advisory_xact_lock", "pg_notify", "txid_current", "pg_current_xact_id", "nextval", "setval",
-        "pg_logical_emit_message", "pg_replication_origin_create", "pg_drop_replication_slot",
-        "pg_create_logical_replication_slot", "pg_create_physical_replication_slot", "pg_import_system_collations",
-    }
-)
+#: Which functions a prediction may call is an allowlist per dialect: see
+#: :mod:`pytest_sqleval.sql.allowed_functions` (data, reviewed per engine).
 
 #: Suffixes of a table name that is really a file path (DuckDB reads ``FROM 'data.csv'``).
 _FILE_SUFFIXES = (".csv", ".tsv", ".parquet", ".json", ".jsonl", ".ndjson", ".txt", ".gz", ".zst", ".xlsx", ".db",
@@ -80,10 +73,15 @@ class CheckedQuery:
     tree: exp.Expression
 
 
-def check_prediction(sql: str, dialect: str) -> CheckedQuery:
-    """Return the parsed query, or raise QueryError(kind="syntax" | "rejected")."""
+def check_prediction(sql: str, dialect: str, *, allow_functions: Iterable[str] = frozenset()) -> CheckedQuery:
+    """Return the parsed query, or raise QueryError(kind="syntax" | "rejected").
+
+    ``allow_functions``: the user's own function names (``allow_functions:`` in the suite, the ini option
+    ``sqleval_allow_functions``), allowed beside the dialect's list; compared case-insensitively, bare
+    (``my_udf``) or qualified (``analytics.my_udf``).
+    """
     _check_text(sql)
-    statements = _parse(sql, dialect)
+    tokens, statements = _parse(sql, dialect)
     if len(statements) != 1:
         raise QueryError(
             "rejected",
@@ -92,8 +90,18 @@ def check_prediction(sql: str, dialect: str) -> CheckedQuery:
     tree = statements[0]
     if not isinstance(tree, _QUERY_ROOTS):
         raise QueryError("rejected", f"a {_describe(tree)} statement is not a query; only a single read-only query runs")
-    _check_tree(tree)
+    nodes = _check_tree(tree)
+    _check_identifiers(sql, tokens, dialect)
+    key = dialect_key(dialect)
+    _check_calls(tokens, nodes, key, frozenset(str(name).strip().lower() for name in allow_functions))
+    _check_relations(nodes, key)
     return CheckedQuery(sql=sql, tree=tree)
+
+
+def dialect_key(dialect: str) -> str:
+    """The allowlist a sqlglot dialect uses: ``postgres`` also for ``"postgres, key=value"``."""
+    name = type(sqlglot.Dialect.get_or_raise(dialect)).__name__.lower()
+    return name if allowlist.has_own_list(name) else str(dialect).split(",", 1)[0].strip().lower()
 
 
 def _check_text(sql: str) -> None:
@@ -107,9 +115,12 @@ def _check_text(sql: str) -> None:
         raise QueryError("syntax", "the prediction contains a NUL character")
 
 
-def _parse(sql: str, dialect: str) -> list[exp.Expression]:
+def _parse(sql: str, dialect: str) -> tuple[list[Token], list[exp.Expression]]:
+    """sqlglot's tokens (kept: calls are found on them) and statements."""
+    reader = sqlglot.Dialect.get_or_raise(dialect)
     try:
-        statements = sqlglot.parse(sql, read=dialect)
+        tokens = reader.tokenize(sql)
+        statements = reader.parser().parse(tokens, sql)
     except RecursionError:
         raise QueryError("rejected", "the query is nested too deeply to check") from None
     except SqlglotError as exc:
@@ -117,7 +128,13 @@ def _parse(sql: str, dialect: str) -> list[exp.Expression]:
         if keyword is not None:
             raise QueryError("rejected", f"a {keyword} statement is not a query; only a single read-only query runs") from None
         raise QueryError("syntax", f"does not parse as {dialect} SQL: {_first_line(exc)}") from None
-    return [s for s in statements if s is not None]
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        # sqlglot's function builders assume well-formed arguments (MAP(x) raises IndexError): not a query
+        # the guard can read, so never one that runs.
+        raise QueryError("syntax", f"does not parse as {dialect} SQL ({type(exc).__name__} in sqlglot)") from None
+    # A comment after the last ';' (`SELECT ...; /* end */`, `SELECT ...; -- done`) is no statement: sqlglot
+    # keeps it as a bare Semicolon node carrying the comment.
+    return tokens, [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
 
 
 _QUERY_START_TOKENS = {"SELECT", "WITH", "VALUES", "L_PAREN", "FROM", "TABLE"}
@@ -144,7 +161,8 @@ def _leading_keyword(sql: str, dialect: str) -> str | None:
     return word if word in _STATEMENT_WORDS else None
 
 
-def _check_tree(tree: exp.Expression) -> None:
+def _check_tree(tree: exp.Expression) -> list[exp.Expression]:
+    """Statements, clauses and file references anywhere in the tree; returns the tree's nodes."""
     try:
         nodes = list(tree.walk())
     except RecursionError:
@@ -152,15 +170,157 @@ def _check_tree(tree: exp.Expression) -> None:
     for node in nodes:
         if isinstance(node, FORBIDDEN_NODES):
             raise QueryError("rejected", f"contains {_describe(node)}, which is not allowed in a read-only query")
-        if isinstance(node, exp.Func):
-            name = function_name(node)
-            if name in FORBIDDEN_FUNCTIONS:
-                raise QueryError("rejected", f"calls {name}(), which can reach files, the network or server state")
         if isinstance(node, exp.Table) and _is_file_reference(node):
             raise QueryError("rejected", f"reads the file {node.name!r}; predictions may only read tables")
+    return nodes
+
+
+# --------------------------------------------------------------------------- identifiers
+def _check_identifiers(sql: str, tokens: list[Token], dialect: str) -> None:
+    """Refuse names the engine would read differently from sqlglot: the whole class, not a spelling.
+
+    PostgreSQL reads ``U&"pg\\005fread\\005ffile"`` (no space around ``&``) as one identifier with
+    Unicode escapes, ``pg_read_file``; sqlglot reads ``U & "pg\\005f..."``. Any quoted identifier
+    whose text is not simply its name between the dialect's quotes is refused the same way.
+    """
+    quotes = sqlglot.Dialect.get_or_raise(dialect).tokenizer_class._IDENTIFIERS
+    for i, token in enumerate(tokens):
+        if (token.token_type == TokenType.VAR and token.text in ("U", "u") and i + 2 < len(tokens)
+                and tokens[i + 1].token_type == TokenType.AMP and tokens[i + 2].token_type == TokenType.IDENTIFIER
+                and tokens[i + 1].start == token.end + 1 and tokens[i + 2].start == tokens[i + 1].end + 1):
+            raw = sql[token.start:tokens[i + 2].end + 1]
+            raise QueryError(
+                "rejected",
+                f"uses the Unicode-escaped identifier {raw}; write names plainly "
+                "(the guard checks names as written, and escapes could name any function or table)",
+            )
+        if token.token_type == TokenType.IDENTIFIER:
+            raw = sql[token.start:token.end + 1]
+            opening = next((q for q in quotes if raw.startswith(q)), None)
+            closing = quotes.get(opening) if opening is not None else None
+            if closing is None or len(raw) < len(opening) + len(closing) or not raw.endswith(closing):
+                continue  # not a quoted name in this text (a name sqlglot synthesised): nothing to compare
+            inner = raw[len(opening):len(raw) - len(closing)]
+            if inner.replace(closing * 2, closing) != token.text:
+                raise QueryError(
+                    "rejected",
+                    f"uses the identifier {raw}, whose name is escaped; write names plainly "
+                    "(the guard checks names as written)",
+                )
+
+
+# --------------------------------------------------------------------------- calls
+#: Token types that may name a function when followed by ``(`` (besides plain and quoted names):
+#: keywords sqlglot also accepts as function names (LEFT, REPLACE, FORMAT, GLOB, UNNEST, ...).
+_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
+
+#: Keywords followed by ``(`` that open syntax, not a call.
+_SYNTAX_TOKENS = frozenset(getattr(TokenType, name) for name in (
+    "ALL", "ANY", "SOME", "EXISTS", "FILTER", "TABLE", "WINDOW", "INSERT", "MERGE", "OFFSET", "PRIMARY_KEY",
+    "INDEX", "DECLARE", "COMMAND", "COLLATE", "NEXT", "ROW", "IN", "VALUES", "OVER",
+) if hasattr(TokenType, name))
+
+
+@lru_cache(maxsize=None)
+def _call_tokens(dialect: str) -> frozenset:
+    parser = sqlglot.Dialect.get_or_raise(dialect).parser_class
+    return frozenset(parser.FUNC_TOKENS - parser.TYPE_TOKENS - _SYNTAX_TOKENS) | _NAME_TOKENS
+
+
+def _check_calls(tokens: list[Token], nodes: list[exp.Expression], dialect: str, allow: frozenset[str]) -> None:
+    """Every function the text calls must be on the dialect's allowlist or the user's ``allow_functions``."""
+    allowed = allowlist.allowed_functions(dialect)
+    call_tokens = _call_tokens(dialect)
+    at: dict[int, list[exp.Expression]] = {}
+    for node in nodes:
+        if isinstance(node, (exp.Func, exp.Identifier)):
+            meta = getattr(node, "_meta", None)
+            if meta and meta.get("start") is not None:
+                at.setdefault(meta["start"], []).append(node)
+    for i, token in enumerate(tokens[:-1]):
+        if tokens[i + 1].token_type != TokenType.L_PAREN:
+            continue
+        here = at.get(token.start, ())
+        if not any(isinstance(n, exp.Func) for n in here):
+            # Not a call in sqlglot's tree. A call all the same, unless the tree says what else it is:
+            # a name in an alias or CTE column list, a type's modifiers after :: or AS, clause syntax.
+            if token.token_type not in call_tokens:
+                continue
+            if any(isinstance(n, exp.Identifier) and isinstance(n.parent, exp.TableAlias) for n in here):
+                continue  # `AS t(a, b)`, `WITH c(a, b) AS (...)`
+            if i > 0 and tokens[i - 1].token_type in (TokenType.DCOLON, TokenType.ALIAS):
+                continue
+            if token.token_type != TokenType.IDENTIFIER and token.text.lower() in allowlist.SYNTAX_WORDS:
+                continue
+        _check_call(tokens, i, dialect, allowed, allow)
+
+
+def _check_call(tokens: list[Token], i: int, dialect: str, allowed: frozenset[str], allow: frozenset[str]) -> None:
+    token = tokens[i]
+    name = _resolve(token, dialect)
+    qualifier = None
+    if i >= 2 and tokens[i - 1].token_type == TokenType.DOT and tokens[i - 2].token_type in _NAME_TOKENS:
+        qualifier = _resolve(tokens[i - 2], dialect)
+    shown = f"{qualifier}.{name}" if qualifier else name
+    if name.lower() in allow or shown.lower() in allow:
+        return
+    system = allowlist.SYSTEM_SCHEMAS.get(dialect, frozenset())
+    builtin = qualifier is None or system is None or qualifier in system
+    if builtin and name in allowed:
+        return
+    where = "" if builtin else f" (a function outside {', '.join(sorted(system)) or 'the built-in functions'})"
+    raise QueryError(
+        "rejected",
+        f"calls {shown}(){where}, which is not on the {dialect} allowlist of pure functions; if it is your own "
+        f"function, allow it with `allow_functions: [{shown}]` in the suite or the ini option sqleval_allow_functions",
+    )
+
+
+def _resolve(token: Token, dialect: str) -> str:
+    """The name the engine looks up: case-insensitive on SQLite and DuckDB; elsewhere unquoted names fold
+    to lower case (as PostgreSQL does) and quoted ones are exact."""
+    if token.token_type == TokenType.IDENTIFIER and dialect not in ("sqlite", "duckdb"):
+        return token.text
+    return token.text.lower()
+
+
+# --------------------------------------------------------------------------- relations
+def _check_relations(nodes: list[exp.Expression], dialect: str) -> None:
+    """System catalogue relations that expose secrets or server state (``pg_authid``, ``pg_settings``...)."""
+    exact, prefixes = allowlist.denied_relations(dialect)
+    information_schema = allowlist.denied_information_schema(dialect)
+    if not (exact or prefixes or information_schema):
+        return
+    system = allowlist.SYSTEM_SCHEMAS.get(dialect) or frozenset()
+    # A CTE of the same name is no excuse: inside its own (non-recursive) body the name is the catalogue.
+    for node in nodes:
+        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+            continue
+        name = _fold_identifier(node.this, dialect)
+        schema = _fold_identifier(node.args.get("db"), dialect)
+        if schema == "information_schema":
+            denied = name in information_schema
+        else:
+            on_path = schema is None or schema in system or dialect == "duckdb"
+            denied = on_path and (name in exact or name.startswith(prefixes))
+        if denied:
+            raise QueryError(
+                "rejected",
+                f"reads {name}, a system catalogue that exposes secrets or server state; "
+                "predictions may only read the database's own tables",
+            )
+
+
+def _fold_identifier(identifier, dialect: str) -> str | None:
+    if not isinstance(identifier, exp.Identifier):
+        return None
+    if identifier.quoted and dialect not in ("sqlite", "duckdb"):
+        return identifier.name
+    return identifier.name.lower()
 
 
 def function_name(node: exp.Func) -> str:
+    """A function node's name as sqlglot knows it (for messages)."""
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
     return node.sql_name().lower()
@@ -181,6 +341,8 @@ def _describe(node: exp.Expression) -> str:
         return "SELECT ... INTO"
     if isinstance(node, exp.Lock):
         return "a row-locking clause (FOR UPDATE/SHARE)"
+    if type(node).__name__ == "NextValueFor":
+        return "NEXT VALUE FOR (it advances a sequence)"
     return type(node).__name__.upper()
 
 

@@ -15,8 +15,9 @@
     The gold is parsed with sqlglot; rows are in order iff the *outermost*
     query (the top SELECT or the top UNION / INTERSECT / EXCEPT, after any
     WITH, inside any parentheses) has an ORDER BY. An ORDER BY in a
-    subquery or CTE never counts. When the gold cannot be parsed, the
-    substring test decides, strictly, and the plan's ``note`` says so.
+    subquery or CTE never counts. When the gold cannot be parsed (or is
+    beyond the limits of :mod:`pytest_sqleval.sql.limits`), the substring
+    test decides, strictly, and the plan's ``note`` says so.
 
 With ``row_order: order_by`` and ``ties: any``, rows that tie on every ORDER
 BY key may come in any order. The keys are found among the output columns:
@@ -46,12 +47,12 @@ from itertools import compress
 from operator import itemgetter, ne
 from typing import Any, Sequence
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from pytest_sqleval.metrics.profiles import ComparisonOptions
 from pytest_sqleval.metrics.values import normalise_column
+from pytest_sqleval.sql.limits import bounded_stack, parse_one_bounded, too_complex_reason
 from pytest_sqleval.sql.rewrite import append_order_keys
 
 
@@ -66,8 +67,9 @@ class OrderPlan:
     note: str = ""
 
 
+@bounded_stack
 def plan_order(gold_sql: str, dialect: str, options: ComparisonOptions) -> OrderPlan:
-    """The order plan of ``gold_sql`` under ``options.row_order`` and ``options.ties``."""
+    """The order plan of ``gold_sql`` under ``options.row_order`` and ``options.ties``; never raises."""
     if options.row_order == "always":
         return OrderPlan(True, note="row_order=always: rows are compared in the gold's exact order")
     if options.row_order == "ignore":
@@ -75,8 +77,8 @@ def plan_order(gold_sql: str, dialect: str, options: ComparisonOptions) -> Order
     if options.row_order == "order_by_text":
         return _plan_from_text(gold_sql, "row_order=order_by_text")
     try:
-        tree = sqlglot.parse_one(gold_sql, read=dialect)
-    except SqlglotError as error:
+        tree = parse_one_bounded(gold_sql, dialect)
+    except (SqlglotError, RecursionError, MemoryError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         return _plan_from_text(gold_sql, f"the gold could not be parsed ({reason})")
     query, order = _outermost_order(tree)
@@ -84,7 +86,10 @@ def plan_order(gold_sql: str, dialect: str, options: ComparisonOptions) -> Order
         return OrderPlan(False, note="the gold's outermost query has no ORDER BY")
     if options.ties == "gold":
         return OrderPlan(True, note="ties=gold: rows tied on the ORDER BY keys must keep the gold's order")
-    return _plan_ties(query, order, dialect)
+    try:
+        return _plan_ties(query, order, dialect)
+    except Exception as error:  # noqa: BLE001 - the plan must never error a case: fall back to the strict order
+        return OrderPlan(True, note=f"strict order: the ORDER BY keys could not be read ({too_complex_reason(error)})")
 
 
 def _plan_from_text(gold_sql: str, why: str) -> OrderPlan:

@@ -11,26 +11,34 @@
   output columns (used by :mod:`pytest_sqleval.sql.ordering` to read tie
   groups from keys the query does not output).
 
-Both raise :class:`sqlglot.errors.ParseError` for SQL the dialect cannot parse.
+Both raise :class:`sqlglot.errors.ParseError` for SQL the dialect cannot parse,
+and :class:`~pytest_sqleval.sql.limits.SqlTooComplex` (also a
+:class:`sqlglot.errors.SqlglotError`) for SQL beyond the limits of
+:mod:`pytest_sqleval.sql.limits`; nothing else.
 """
 
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
+
+from pytest_sqleval.sql.limits import SqlTooComplex, bounded_stack, parse_one_bounded, too_complex_reason
 
 HIDDEN_KEY_PREFIX = "__sqleval_key_"
 
 
+@bounded_stack
 def strip_distinct(sql: str, dialect: str) -> str:
     """``sql`` without any DISTINCT keyword; returned unchanged when it has none."""
-    tree = sqlglot.parse_one(sql, read=dialect)
+    tree = parse_one_bounded(sql, dialect)
     distincts = list(tree.find_all(exp.Distinct))
     if not distincts:
         return sql
-    for distinct in distincts:
-        _remove_distinct(distinct)
-    return tree.sql(dialect=dialect)
+    try:
+        for distinct in distincts:
+            _remove_distinct(distinct)
+        return tree.sql(dialect=dialect)
+    except (RecursionError, MemoryError) as exc:
+        raise SqlTooComplex(too_complex_reason(exc)) from None
 
 
 def _remove_distinct(distinct: exp.Distinct) -> None:
@@ -46,9 +54,13 @@ def _remove_distinct(distinct: exp.Distinct) -> None:
     function.set("expressions", arguments)
 
 
+@bounded_stack
 def append_order_keys(select: exp.Select, keys: list[exp.Expression], dialect: str) -> str:
     """SQL of ``select`` with each of ``keys`` appended as ``<key> AS __sqleval_key_<i>``."""
-    extended = select.copy()
-    for index, key in enumerate(keys):
-        extended.append("expressions", exp.alias_(key.copy(), f"{HIDDEN_KEY_PREFIX}{index}"))
-    return extended.sql(dialect=dialect)
+    try:
+        extended = select.copy()
+        for index, key in enumerate(keys):
+            extended.append("expressions", exp.alias_(key.copy(), f"{HIDDEN_KEY_PREFIX}{index}"))
+        return extended.sql(dialect=dialect)
+    except (RecursionError, MemoryError) as exc:
+        raise SqlTooComplex(too_complex_reason(exc)) from None

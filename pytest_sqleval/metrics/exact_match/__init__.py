@@ -14,6 +14,14 @@ reason for a miss. ``profile`` is a profile name, a mapping
 Component keys (``clauses``): select, select_no_agg, where, where_no_op,
 group_no_having, group, order, and_or, iuen, keywords, from; ``sqleval`` adds
 join_on, limit and distinct.
+
+Scoring is bounded (:mod:`pytest_sqleval.sql.limits`): a prediction beyond
+the limits, or one that fails to be read for any other reason, scores 0 with
+a reason (``nested too deeply to score (...)``, ``too long to score (...)``,
+``too complex to score (...)``); a gold beyond them raises
+:class:`GoldTooComplex`. Nothing but :class:`GoldUnreadable` (and
+:class:`~pytest_sqleval.metrics.profiles.OptionError` for a bad profile) is
+ever raised.
 """
 
 from __future__ import annotations
@@ -22,24 +30,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...schema import Schema
+from ...sql.limits import bounded_stack
 from .options import EXACT_MATCH_PROFILES, ExactMatchOptions, resolve_exact_match
 from .spider import spider_exact_match
 from .sqleval import sqleval_exact_match
-from .verdict import ExactMatchVerdict, GoldOutsideGrammar, GoldParseError, GoldUnreadable
+from .verdict import ExactMatchVerdict, GoldOutsideGrammar, GoldParseError, GoldTooComplex, GoldUnreadable
 
 __all__ = [
     "EXACT_MATCH_PROFILES", "ExactMatchOptions", "ExactMatchVerdict", "GoldOutsideGrammar", "GoldParseError",
-    "GoldUnreadable", "exact_match", "resolve_exact_match",
+    "GoldTooComplex", "GoldUnreadable", "exact_match", "resolve_exact_match",
 ]
 
 
+@bounded_stack
 def exact_match(gold_sql: str, pred_sql: str, schema: Schema, *,
                 profile: str | Mapping[str, Any] | ExactMatchOptions | None = "sqleval",
                 dialect: str = "sqlite") -> ExactMatchVerdict:
     """Compare ``pred_sql`` with ``gold_sql`` under an exact-match profile.
 
-    Raises :class:`GoldOutsideGrammar` (profile ``spider``) or
-    :class:`GoldParseError` when the gold cannot be read: an error of the suite.
+    Raises :class:`GoldOutsideGrammar` (profile ``spider``), :class:`GoldParseError`
+    or :class:`GoldTooComplex` when the gold cannot be read: an error of the suite.
     """
     options = resolve_exact_match(profile)
     if options.profile == "spider":

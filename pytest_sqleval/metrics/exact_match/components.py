@@ -29,6 +29,7 @@ JOIN ON conditions take part only through ``keywords``.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from .spider_sql import SET_OPS, WHERE_OPS, SpiderSQL
@@ -57,15 +58,26 @@ def spider_exact(pred: SpiderSQL, gold: SpiderSQL, *, legacy_from_check: bool = 
 
 
 def _multiset_match(pred: list, gold: list) -> bool:
-    """Official counting: greedy removal of each predicted unit from the gold units."""
+    """Official counting: greedy removal of each predicted unit from the gold units.
+
+    Greedy removal with ``==`` is multiset equality, computed here in linear time
+    (a long AND chain would make the official quadratic scan slow) by counting
+    hashable copies of the units.
+    """
     if len(pred) != len(gold):
         return False
-    remaining = list(gold)
-    for unit in pred:
-        if unit not in remaining:
-            return False
-        remaining.remove(unit)
-    return True
+    return Counter(map(_hashable, pred)) == Counter(map(_hashable, gold))
+
+
+def _hashable(value: Any) -> Any:
+    """A hashable value equal to another's exactly when ``value == other`` (dicts, lists and tuples nested)."""
+    if isinstance(value, dict):
+        return ("{}", tuple(sorted((key, _hashable(item)) for key, item in value.items())))
+    if isinstance(value, list):
+        return ("[]", tuple(_hashable(item) for item in value))
+    if isinstance(value, tuple):
+        return tuple(_hashable(item) for item in value)
+    return value
 
 
 def _select_units(sql: SpiderSQL) -> list:

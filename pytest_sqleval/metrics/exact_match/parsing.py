@@ -1,4 +1,4 @@
-"""sqlglot parsing shared by both profiles."""
+"""sqlglot parsing shared by both profiles, within the limits of :mod:`pytest_sqleval.sql.limits`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from typing import cast
 
 import sqlglot
 from sqlglot import exp
+
+from ...sql.limits import SqlTooComplex, parse_bounded
 
 
 class SqlParseError(ValueError):
@@ -16,10 +18,15 @@ def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool) 
     """The first statement of ``sql``.
 
     ``allow_trailing_statements`` ignores any later statement, as the official
-    Spider parser does; otherwise a second statement is an error.
+    Spider parser does; otherwise a second statement is an error. Raises
+    :class:`SqlParseError`, or :class:`~pytest_sqleval.sql.limits.SqlTooComplex`
+    for SQL beyond the limits.
     """
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        # (a comment after the last ';' is a bare Semicolon node, not a statement)
+        statements = [s for s in parse_bounded(sql, dialect) if s is not None and not isinstance(s, exp.Semicolon)]
+    except SqlTooComplex:
+        raise
     except sqlglot.errors.SqlglotError as exc:
         raise SqlParseError(_first_line(str(exc))) from None
     if not statements:

@@ -26,6 +26,12 @@ reason ``outside_spider_grammar: <construct>``; one sqlglot cannot parse gets
 ``parse_error: <message>``. A gold outside the grammar raises
 :class:`GoldOutsideGrammar` (the official script would crash), an unparseable
 gold :class:`GoldParseError`.
+
+Bounded: SQL beyond the limits of :mod:`pytest_sqleval.sql.limits` is not
+read. Such a prediction (or one whose reading fails for any other reason)
+scores 0 with the reason (``nested too deeply to score (...)``, ``too long to
+score (...)``, ``too complex to score (...)``); such a gold raises
+:class:`GoldTooComplex`. Nothing else is raised.
 """
 
 from __future__ import annotations
@@ -38,23 +44,44 @@ from .options import ExactMatchOptions
 from .parsing import SqlParseError
 from .spider_normalise import normalise_spider_sql
 from .spider_sql import OutsideGrammar, SpiderSQL, empty_spider_sql, read_spider_sql
+from .spider_tail import junk_free_prefix, official_reading
 from .spider_text import apply_value_placeholder
-from .verdict import ExactMatchVerdict, GoldOutsideGrammar, GoldParseError, verdict_from_clauses
+from .verdict import (
+    ExactMatchVerdict,
+    GoldOutsideGrammar,
+    GoldParseError,
+    gold_failure,
+    unscorable,
+    verdict_from_clauses,
+)
 
 
 def spider_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: ExactMatchOptions,
                        dialect: str) -> ExactMatchVerdict:
     gold = normalised_gold(gold_sql, schema, dialect)
-    if options.value_placeholder:
-        pred_sql = apply_value_placeholder(pred_sql)
     try:
-        pred = read_spider_sql(pred_sql, schema, dialect=dialect).sql
-        reason = None
-    except SqlParseError as exc:
-        pred, reason = empty_spider_sql(), f"parse_error: {exc}"
-    except OutsideGrammar as exc:
-        pred, reason = empty_spider_sql(), f"outside_spider_grammar: {exc.construct}"
-    clauses = spider_components(normalise_spider_sql(pred, schema), gold, legacy_from_check=options.legacy_from_check)
+        if options.value_placeholder:
+            pred_sql = apply_value_placeholder(pred_sql)
+        # comments, junk after the query, a condition starting with NOT: what the official parser reads of it
+        reading = official_reading(pred_sql, dialect)
+        try:
+            if reading.text is None:
+                raise SqlParseError(f"the official parser fails on it ({reading.objection})")
+            try:
+                pred = read_spider_sql(reading.text, schema, dialect=dialect).sql
+            except SqlParseError:
+                prefix = junk_free_prefix(reading.text, dialect)  # the official parser stops before the junk
+                if prefix is None:
+                    raise
+                pred = read_spider_sql(prefix, schema, dialect=dialect).sql
+            reason = None
+        except SqlParseError as exc:
+            pred, reason = empty_spider_sql(), f"parse_error: {exc}"
+        except OutsideGrammar as exc:
+            pred, reason = empty_spider_sql(), f"outside_spider_grammar: {exc.construct}"
+        clauses = spider_components(normalise_spider_sql(pred, schema), gold, legacy_from_check=options.legacy_from_check)
+    except Exception as exc:  # noqa: BLE001 - limits, recursion, memory or a bug: the prediction scores 0
+        return unscorable(exc)
     if reason is None:
         return verdict_from_clauses(clauses)
     return ExactMatchVerdict(False, clauses, reason)
@@ -65,8 +92,10 @@ def normalised_gold(gold_sql: str, schema: Schema, dialect: str) -> SpiderSQL:
     """The gold's normalised SQL dict (cached: a gold is compared with many predictions)."""
     try:
         gold = read_spider_sql(gold_sql, schema, dialect=dialect).sql
+        return normalise_spider_sql(gold, schema)
     except SqlParseError as exc:
         raise GoldParseError(str(exc)) from None
     except OutsideGrammar as exc:
         raise GoldOutsideGrammar(exc.construct) from None
-    return normalise_spider_sql(gold, schema)
+    except Exception as exc:  # noqa: BLE001 - limits, recursion, memory or a bug: the gold cannot be read
+        raise gold_failure(exc) from None

@@ -45,7 +45,12 @@ Everything the official grammar cannot read makes the reader raise
 :class:`OutsideGrammar` with a short construct name. With ``strict=False``
 the reader records the construct and goes on with a best-effort unit instead
 (placeholder column ``__expr__``), so that hardness can be computed for any
-SQL by the same definitions.
+SQL by the same definitions; a bare boolean condition (``WHERE is_vip``,
+``HAVING max(flag)``, ``WHERE NOT flag``), which the official parser cannot
+read, becomes a condition unit with operator ``=`` and no value.
+
+SQL beyond the limits of :mod:`pytest_sqleval.sql.limits` (length, nesting,
+the reading's work budget) raises :class:`~pytest_sqleval.sql.limits.SqlTooComplex`.
 """
 
 from __future__ import annotations
@@ -56,8 +61,10 @@ from typing import Any, cast
 from sqlglot import exp
 
 from ...schema import Schema
+from ...sql.limits import WorkBudget
 from .parsing import parse_statement
 from .spider_text import (
+    _tokens,
     alias_written_with_as,
     join_spaced_comparisons,
     read_clause_order,
@@ -113,6 +120,7 @@ class SpiderRead:
 
 def read_spider_sql(sql: str, schema: Schema, *, dialect: str = "sqlite", strict: bool = True) -> SpiderRead:
     """Read ``sql`` the way the official parser does (see the module docstring)."""
+    _tokens(sql, dialect)  # the limits first (SqlTooComplex): every later step tokenizes or walks the text
     sql = join_spaced_comparisons(sql, dialect)
     unread: tuple[str, ...] = ()
     if strict:
@@ -138,6 +146,8 @@ def empty_spider_sql() -> SpiderSQL:
 
 def _construct_name(node: exp.Expression) -> str:
     """A short name for an expression the grammar does not cover."""
+    if not isinstance(node, exp.Expression):
+        return "missing_expression"
     if isinstance(node, exp.Anonymous):
         return f"function {str(node.this).lower()}"
     if isinstance(node, exp.Window):
@@ -154,6 +164,8 @@ def _construct_name(node: exp.Expression) -> str:
 
 
 def _first_aggregate_id(node: exp.Expression) -> int:
+    if not isinstance(node, exp.Expression):
+        return 0
     for found in node.find_all(*_AGGREGATES):
         if not any(isinstance(parent, (exp.Select, exp.Subquery)) for parent in _ancestors(found, node)):
             return _AGGREGATES[type(found)]
@@ -194,6 +206,7 @@ class _Reader:
         self.strict = strict
         self.constructs: list[str] = []
         self.aliases: dict[str, str] = {}
+        self.budget = WorkBudget()
 
     def outside(self, construct: str) -> None:
         if self.strict:
@@ -210,6 +223,7 @@ class _Reader:
 
     def read_query(self, node: exp.Expression, *, final: bool = False) -> SpiderSQL:
         """A (possibly parenthesised) SELECT or chain of set operations."""
+        self.budget.spend()
         node = self._unwrap_subquery(node)
         if isinstance(node, exp.SetOperation):
             return self._read_set_chain(node, final)
@@ -398,6 +412,7 @@ class _Reader:
         return f"__?.{name}__"
 
     def _read_col_unit(self, node: exp.Expression, tables: list[str]) -> ColUnit:
+        self.budget.spend()
         node = _strip_paren(node)
         if isinstance(node, (exp.Column, exp.Star)):
             return (0, self._read_column(node, tables), False)
@@ -423,6 +438,7 @@ class _Reader:
         return inner, False
 
     def _read_val_unit(self, node: exp.Expression, tables: list[str]) -> ValUnit:
+        self.budget.spend()
         node = _strip_paren(node)
         unit_op = _ARITHMETIC.get(type(node))
         if unit_op is None:
@@ -477,17 +493,28 @@ class _Reader:
         return out
 
     def _flatten_connectives(self, node: exp.Expression, *, negated: bool) -> list:
-        if isinstance(node, (exp.And, exp.Or)):
-            connector = "and" if isinstance(node, exp.And) else "or"
-            return (self._flatten_connectives(node.this, negated=negated) + [connector]
-                    + self._flatten_connectives(node.expression, negated=negated))
-        if isinstance(node, exp.Paren):
-            self.outside("parenthesized_condition")
-            return self._flatten_connectives(node.this, negated=negated)
-        if isinstance(node, exp.Not) and isinstance(_strip_paren(node.this), (exp.And, exp.Or)):
-            self.outside("not_expression")
-            return self._flatten_connectives(_strip_paren(node.this), negated=not negated)
-        return [(node, negated)]
+        """``[(atom, negated), "and"|"or", ...]`` left to right, without recursion (long AND chains)."""
+        flat: list = []
+        stack: list = [(node, negated)]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                flat.append(item)
+                continue
+            node, negated = item
+            self.budget.spend()
+            if isinstance(node, (exp.And, exp.Or)):
+                connector = "and" if isinstance(node, exp.And) else "or"
+                stack.extend(((node.expression, negated), connector, (node.this, negated)))
+            elif isinstance(node, exp.Paren):
+                self.outside("parenthesized_condition")
+                stack.append((node.this, negated))
+            elif isinstance(node, exp.Not) and isinstance(_strip_paren(node.this), (exp.And, exp.Or)):
+                self.outside("not_expression")
+                stack.append((_strip_paren(node.this), not negated))
+            else:
+                flat.append((node, negated))
+        return flat
 
     def _check_swallowable(self, node: exp.Expression) -> None:
         """A swallowed OR-condition with parentheses would end the official clause early instead."""
@@ -507,6 +534,9 @@ class _Reader:
             self.outside("like_escape")
             node = node.this
         op_id = self._condition_op(node)
+        if type(node) not in _COMPARISONS and not isinstance(node, exp.Binary):
+            # A bare boolean condition (lenient reading only: _condition_op raised otherwise).
+            return (not_op, op_id, self._read_val_unit(node, tables), None, None), False
         if isinstance(node, exp.Exists):
             placeholder: ValUnit = (0, (0, PLACEHOLDER_COLUMN, False), None)
             return (not_op, op_id, placeholder, self.read_query(node.this), None), False
@@ -542,6 +572,7 @@ class _Reader:
 
     def _read_value(self, node: exp.Expression, tables: list[str]) -> tuple[Any, bool]:
         """A condition value; the flag says whether it was read as a column (see the OR quirk)."""
+        self.budget.spend()
         if isinstance(node, exp.Paren) and isinstance(node.this, (exp.Column, exp.Star)):
             self.outside("parenthesized_column_value")
         node = _strip_paren(node)

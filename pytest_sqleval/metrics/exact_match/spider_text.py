@@ -36,6 +36,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from ...sql.limits import tokenize_bounded
+
 #: Characters NLTK's word_tokenize always splits off (so they separate tokens).
 _NLTK_SEPARATORS = frozenset("()[]{}<>!?*%;@#$&,")
 #: Operator tokens that sqlglot accepts but the official tokenizer splits in two.
@@ -75,9 +77,14 @@ def join_spaced_comparisons(sql: str, dialect: str) -> str:
         if first.text in _JOINABLE_PREFIXES and second.text == "=" and second.start > first.end + 1
         and not sql[first.end + 1 : second.start].strip()
     ]
-    for start, end in reversed(cuts):
-        sql = sql[:start] + sql[end:]
-    return sql
+    if not cuts:
+        return sql
+    pieces, kept_from = [], 0
+    for start, end in cuts:  # in text order; one join, not one copy of the text per cut
+        pieces.append(sql[kept_from:start])
+        kept_from = end
+    pieces.append(sql[kept_from:])
+    return "".join(pieces)
 
 
 def tokenizer_objection(sql: str, dialect: str) -> str | None:
@@ -153,8 +160,12 @@ def alias_written_with_as(sql: str, name: exp.Identifier, alias: exp.Identifier)
 
 
 def _tokens(sql: str, dialect: str) -> list[Token]:
+    """The tokens (read only; cached by :func:`~pytest_sqleval.sql.limits.tokenize_bounded`).
+
+    Raises :class:`~pytest_sqleval.sql.limits.SqlTooComplex` for text beyond the limits.
+    """
     try:
-        return sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+        return tokenize_bounded(sql, dialect)
     except sqlglot.errors.TokenError:
         return []  # the parser reports it
 

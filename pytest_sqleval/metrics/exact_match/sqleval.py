@@ -34,15 +34,24 @@ set operation belong to the whole compound query.
 
 A prediction sqlglot cannot parse scores 0 with reason ``parse_error: ...``; a
 gold it cannot parse raises :class:`GoldParseError`.
+
+Bounded: every subquery and expression is normalised once (memoised), and SQL
+beyond the limits of :mod:`pytest_sqleval.sql.limits` (length, nesting, the
+work budget of one shape) is not read. Such a prediction (or one whose
+reading fails for any other reason) scores 0 with the reason (``nested too
+deeply to score (...)``, ``too long to score (...)``, ``too complex to score
+(...)``); such a gold raises :class:`GoldTooComplex`. Nothing else is raised.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from ...schema import Schema
 from .options import ExactMatchOptions
 from .parsing import SqlParseError, parse_statement
 from .sqleval_shape import QueryShape, ShapeBuilder
-from .verdict import ExactMatchVerdict, GoldParseError, verdict_from_clauses
+from .verdict import ExactMatchVerdict, GoldParseError, gold_failure, unscorable, verdict_from_clauses
 
 #: Component -> the QueryShape fields it compares.
 COMPONENT_FIELDS: dict[str, tuple[str, ...]] = {
@@ -66,19 +75,30 @@ COMPONENT_FIELDS: dict[str, tuple[str, ...]] = {
 def sqleval_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: ExactMatchOptions,
                         dialect: str) -> ExactMatchVerdict:
     ignore_values = options.values == "ignore"
-    try:
-        gold = query_shape(gold_sql, schema, dialect, ignore_values=ignore_values)
-    except SqlParseError as exc:
-        raise GoldParseError(str(exc)) from None
+    gold = gold_shape(gold_sql, schema, dialect, ignore_values)
     try:
         pred = query_shape(pred_sql, schema, dialect, ignore_values=ignore_values)
+        clauses = shape_components(pred, gold)
     except SqlParseError as exc:
         return ExactMatchVerdict(False, {}, f"parse_error: {exc}")
-    return verdict_from_clauses(shape_components(pred, gold))
+    except Exception as exc:  # noqa: BLE001 - limits, recursion, memory or a bug: the prediction scores 0
+        return unscorable(exc)
+    return verdict_from_clauses(clauses)
+
+
+@lru_cache(maxsize=4096)
+def gold_shape(gold_sql: str, schema: Schema, dialect: str, ignore_values: bool) -> QueryShape:
+    """The gold's shape (cached: a gold is compared with many predictions); raises ``GoldUnreadable``."""
+    try:
+        return query_shape(gold_sql, schema, dialect, ignore_values=ignore_values)
+    except SqlParseError as exc:
+        raise GoldParseError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - limits, recursion, memory or a bug: the gold cannot be read
+        raise gold_failure(exc) from None
 
 
 def query_shape(sql: str, schema: Schema, dialect: str, *, ignore_values: bool = False) -> QueryShape:
-    """The shape of the one query in ``sql``; raises ``SqlParseError``."""
+    """The shape of the one query in ``sql``; raises ``SqlParseError`` (``SqlTooComplex`` beyond the limits)."""
     tree = parse_statement(sql, dialect, allow_trailing_statements=False)
     try:
         return ShapeBuilder(schema, sql, dialect, ignore_values=ignore_values).query(tree)

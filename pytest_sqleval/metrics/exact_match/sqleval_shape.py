@@ -28,6 +28,15 @@ built from the sqlglot tree:
   no column in scope is the string ``'x'``, as SQLite itself reads it.
 * **Subqueries** (in conditions, FROM, CTEs) are compared whole, by the digest
   of their shape.
+
+Each subquery's shape and each expression's string is computed once per
+scope (memoised), so the work is polynomial in the query's size (nested
+subqueries used to be rebuilt once per component that reads them: 2^depth),
+and every step spends one unit of a :class:`~pytest_sqleval.sql.limits.WorkBudget`.
+AND/OR chains are walked without recursion. A canonical string longer than
+:data:`LONG_KEY` characters is replaced by a digest of itself (equal strings,
+equal digests), so strings stay small even when SELECT aliases refer to each
+other (``a+a AS b, b+b AS c, ...`` would otherwise double at every alias).
 """
 
 from __future__ import annotations
@@ -37,10 +46,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass, field
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
+from typing import Any
 
 from sqlglot import exp
 
 from ...schema import Schema
+from ...sql.limits import WorkBudget
 from .spider_text import written_in_double_quotes
 
 _MIRRORED: dict[type[exp.Expression], type[exp.Expression]] = {
@@ -50,6 +62,8 @@ _SYMMETRIC = (exp.EQ, exp.NEQ, exp.NullSafeEQ)
 _AGGREGATES = (exp.AggFunc,)
 _QUERIES = (exp.Select, exp.SetOperation, exp.Subquery)
 _SET_OPERATIONS = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}
+#: Canonical strings longer than this are replaced by ``#<digest>``.
+LONG_KEY = 1024
 
 
 @dataclass(frozen=True)
@@ -72,9 +86,9 @@ class QueryShape:
     set_ops: tuple[tuple[str, str], ...]
     keywords: tuple[str, ...]
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        return hashlib.sha1(repr(astuple(self)).encode()).hexdigest()[:16]
+        return hashlib.sha1(repr(astuple(self)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass
@@ -99,14 +113,29 @@ def sorted_tuple(items: Iterable[str]) -> tuple[str, ...]:
 class ShapeBuilder:
     """Builds the shapes of one statement (``text``); ``ignore_values`` replaces literals by ``?``."""
 
-    def __init__(self, schema: Schema, text: str, dialect: str, *, ignore_values: bool) -> None:
+    def __init__(self, schema: Schema, text: str, dialect: str, *, ignore_values: bool,
+                 budget: WorkBudget | None = None) -> None:
         self.schema = schema
         self.text = text
         self.sqlite = dialect == "sqlite"
         self.ignore_values = ignore_values
+        self.budget = budget if budget is not None else WorkBudget()
+        # (node, outer scopes, CTEs) -> shape; the value keeps the key's objects alive so their ids stay unique.
+        self._shapes: dict[tuple, tuple[QueryShape, Any]] = {}
 
     # -- queries --------------------------------------------------------------------
     def query(self, node: exp.Expression, outer: tuple[_Scope, ...] = (), ctes: dict[str, _Source] | None = None) -> QueryShape:
+        """The shape of a query in the given outer scopes and CTEs, built once (memoised)."""
+        visible = tuple(ctes.items()) if ctes else ()
+        key = (id(node), tuple(map(id, outer)), tuple((name, id(source)) for name, source in visible))
+        cached = self._shapes.get(key)
+        if cached is None:
+            self.budget.spend()
+            cached = (self._query(node, outer, ctes), (node, outer, visible))
+            self._shapes[key] = cached
+        return cached[0]
+
+    def _query(self, node: exp.Expression, outer: tuple[_Scope, ...], ctes: dict[str, _Source] | None) -> QueryShape:
         ctes = dict(ctes or {})
         while isinstance(node, exp.Subquery):
             node = node.this
@@ -142,6 +171,7 @@ class ShapeBuilder:
         items = list(args.get("expressions") or [])
         scope.select_items = [_unalias(item) for item in items]
         scope.select_aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
+        keys.forget()  # the scope's join equivalence and SELECT aliases are known from here on
         where = _clause_condition(args.get("where"))
         having = _clause_condition(args.get("having"))
         group = args.get("group")
@@ -210,6 +240,25 @@ class _Keys:
         self.scopes = scopes
         self.ctes = ctes
         self._resolving: set[str] = set()
+        # (kind, id(node), flags..., aliases being resolved) -> (string, node): the node is kept alive so
+        # that its id is not reused by a temporary node (``condition`` copies negated predicates).
+        self._memo: dict[tuple, tuple[str, exp.Expression]] = {}
+
+    def forget(self) -> None:
+        """Drop the memo: the scope's state (join equivalence, SELECT aliases) changed."""
+        self._memo.clear()
+
+    def _remembered(self, key: tuple, node: exp.Expression, compute) -> str:
+        key = (*key, frozenset(self._resolving) if self._resolving else None)
+        cached = self._memo.get(key)
+        if cached is None:
+            self.builder.budget.spend()
+            text = compute()
+            if len(text) > LONG_KEY:
+                text = "#" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+            cached = (text, node)
+            self._memo[key] = cached
+        return cached[0]
 
     # -- columns --------------------------------------------------------------------
     def column(self, node: exp.Column, *, raw: bool = False) -> str:
@@ -268,6 +317,10 @@ class _Keys:
                    raw: bool = False) -> str:
         if node is None:
             return ""
+        return self._remembered(("expression", id(node), ordering, literal_values, raw), node,
+                                lambda: self._expression(node, ordering=ordering, literal_values=literal_values, raw=raw))
+
+    def _expression(self, node: exp.Expression, *, ordering: bool, literal_values: bool, raw: bool) -> str:
         if isinstance(node, exp.Paren):
             return self.expression(node.this, ordering=ordering, literal_values=literal_values, raw=raw)
         if isinstance(node, exp.Column):
@@ -333,6 +386,9 @@ class _Keys:
 
     # -- conditions -----------------------------------------------------------------
     def condition(self, node: exp.Expression, *, raw: bool = False) -> str:
+        return self._remembered(("condition", id(node), raw), node, lambda: self._condition(node, raw=raw))
+
+    def _condition(self, node: exp.Expression, *, raw: bool = False) -> str:
         node = _strip_parens(node)
         if isinstance(node, (exp.And, exp.Or)):
             name = "and" if isinstance(node, exp.And) else "or"
@@ -457,32 +513,38 @@ def _join_equivalence(on_conditions: list[exp.Expression], keys: _Keys) -> dict[
     return {name: find(name) for name in parent}
 
 
-def _chain(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
-    node = _strip_parens(node)
-    if isinstance(node, kind):
-        return _chain(node.this, kind) + _chain(node.expression, kind)
-    return [node]
+def _chain(node: exp.Expression, kind: type[exp.Expression] | tuple[type[exp.Expression], ...]) -> list[exp.Expression]:
+    """The operands of a chain of ``kind`` (parentheses looked through), left to right, without recursion."""
+    operands: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        current = _strip_parens(stack.pop())
+        if isinstance(current, kind):
+            stack.extend((current.expression, current.this))
+        else:
+            operands.append(current)
+    return operands
 
 
 def _atoms(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    node = _strip_parens(node)
-    if isinstance(node, (exp.And, exp.Or)):
-        return _atoms(node.this) + _atoms(node.expression)
-    return [node]
+    return [] if node is None else _chain(node, (exp.And, exp.Or))
 
 
 def _connectors(node: exp.Expression | None) -> list[str]:
-    if node is None:
-        return []
-    node = _strip_parens(node)
-    if isinstance(node, (exp.And, exp.Or)):
-        own = "and" if isinstance(node, exp.And) else "or"
-        return _connectors(node.this) + [own] + _connectors(node.expression)
-    if isinstance(node, exp.Not):
-        return _connectors(node.this)
-    return []
+    """The AND/OR connectors of a condition (NOT looked through), left to right, without recursion."""
+    found: list[str] = []
+    stack: list[exp.Expression | str] = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, str):
+            found.append(current)
+            continue
+        current = _strip_parens(current)
+        if isinstance(current, (exp.And, exp.Or)):
+            stack.extend((current.expression, "and" if isinstance(current, exp.And) else "or", current.this))
+        elif isinstance(current, exp.Not):
+            stack.append(current.this)
+    return found
 
 
 def _keywords(shape: QueryShape, conditions: list[exp.Expression]) -> tuple[str, ...]:
@@ -505,10 +567,12 @@ def _keywords(shape: QueryShape, conditions: list[exp.Expression]) -> tuple[str,
 
 
 def _outside_subqueries(node: exp.Expression) -> Iterable[exp.Expression]:
-    yield node
-    for child in node.iter_expressions():
-        if not isinstance(child, _QUERIES):
-            yield from _outside_subqueries(child)
+    """``node`` and its descendants, not entering subqueries, without recursion."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child for child in current.iter_expressions() if not isinstance(child, _QUERIES))
 
 
 def _unalias(node: exp.Expression) -> exp.Expression:

@@ -5,12 +5,18 @@ snake_case keys (:data:`SPIDER_CLAUSES` for the ``spider`` profile, those plus
 :data:`SQLEVAL_EXTRA_CLAUSES` for ``sqleval``). ``reason`` says why a
 prediction did not match: ``parse_error: ...`` (sqlglot cannot read it),
 ``outside_spider_grammar: <construct>`` (the official Spider parser cannot
-read it, so the official evaluator scores it 0), or ``clauses differ: ...``.
+read it, so the official evaluator scores it 0), ``clauses differ: ...``, or,
+for a prediction that cannot be scored at all, ``nested too deeply to score
+(...)``, ``too long to score (...)``, ``too complex to score (...)`` (the
+limits of :mod:`pytest_sqleval.sql.limits`) or ``could not be scored: ...``
+(an unexpected error, which is a bug of ours: please report it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ...sql.limits import SqlTooComplex, too_complex_reason
 
 #: The ten official components, then the official FROM table-unit check.
 SPIDER_CLAUSES: tuple[str, ...] = (
@@ -55,3 +61,27 @@ class GoldOutsideGrammar(GoldUnreadable):
 
 class GoldParseError(GoldUnreadable):
     """sqlglot cannot parse the gold SQL at all."""
+
+
+class GoldTooComplex(GoldUnreadable):
+    """The gold is beyond the scoring limits (or reading it failed unexpectedly); the message says which."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A short reason for an exception raised while reading or comparing SQL."""
+    if isinstance(exc, (SqlTooComplex, RecursionError, MemoryError)):
+        return too_complex_reason(exc)
+    message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"could not be scored: {type(exc).__name__}" + (f": {message}" if message else "")
+
+
+def unscorable(exc: BaseException) -> ExactMatchVerdict:
+    """The verdict of a prediction whose reading or comparison raised ``exc``: no match, with the reason."""
+    return ExactMatchVerdict(False, {}, failure_reason(exc))
+
+
+def gold_failure(exc: BaseException) -> GoldUnreadable:
+    """The error for a gold whose reading raised ``exc`` (already a GoldUnreadable: itself)."""
+    if isinstance(exc, GoldUnreadable):
+        return exc
+    return GoldTooComplex(failure_reason(exc))

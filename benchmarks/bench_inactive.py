@@ -1,0 +1,102 @@
+"""What installing pytest-sqleval adds to a plain pytest run that does not use it (no ``--sqleval``).
+
+Run from the project root::
+
+    python benchmarks/bench_inactive.py [--repeats 30]
+
+Two measures, each from fresh interpreters, interleaved, so the machine's load hits both sides alike:
+
+* ``run``: the wall time of ``python -m pytest -q test_plain.py`` (one trivial test) with the plugin
+  installed (as the ``pytest11`` entry point loads it) against the same command with ``-p no:sqleval``
+  (the plugin and the feature plugins it registers are not loaded). Printed: best and median of each side,
+  the difference of the bests and the median of the per-repetition differences.
+* ``import``: in an interpreter that has already imported pytest and xdist (a plain run loads them anyway),
+  the time to import the plugin modules a plain run loads: ``pytest_sqleval.plugin`` and every module of its
+  ``pytest_plugins`` list. Printed: best and median, and the modules outside the plugin they pull in.
+
+Bytecode is cached (outside the tree, ``PYTHONPYCACHEPREFIX``) as in any installed package; the warm-up runs
+fill it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+IMPORT_PROBE = r"""
+import importlib, json, sys, time
+import pytest, xdist.plugin, _pytest.pytester  # noqa: F401 - loaded by any plain run
+before = set(sys.modules)
+started = time.perf_counter()
+plugin = importlib.import_module("pytest_sqleval.plugin")
+for name in getattr(plugin, "pytest_plugins", []):
+    importlib.import_module(name)
+elapsed = time.perf_counter() - started
+new = sorted(set(sys.modules) - before)
+print(json.dumps({"seconds": elapsed, "others": [m for m in new if not m.startswith("pytest_sqleval")],
+                  "ours": [m for m in new if m.startswith("pytest_sqleval")]}))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sqleval-bench-inactive-") as tmp:
+        folder = Path(tmp)
+        (folder / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n", encoding="utf-8")
+        env = dict(os.environ)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+        base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_plain.py"]
+        sides = {"installed": base, "-p no:sqleval": base + ["-p", "no:sqleval"]}
+
+        def run(command: list[str]) -> float:
+            started = time.perf_counter()
+            done = subprocess.run(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            elapsed = time.perf_counter() - started
+            if done.returncode != 0:
+                raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout.decode(errors='replace')[-2000:]}")
+            return elapsed
+
+        def probe() -> dict:
+            done = subprocess.run([sys.executable, "-c", IMPORT_PROBE], cwd=folder, env=env, capture_output=True,
+                                  text=True, check=True)
+            return json.loads(done.stdout.strip().splitlines()[-1])
+
+        for command in sides.values():  # warm-up: bytecode caches
+            run(command)
+        probe()
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        imports: list[float] = []
+        last: dict = {}
+        for _ in range(args.repeats):
+            for name, command in sides.items():
+                times[name].append(run(command))
+            last = probe()
+            imports.append(last["seconds"])
+
+    on, off = times["installed"], times["-p no:sqleval"]
+    print(f"plain pytest run (1 test), {args.repeats} interleaved repetitions; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| side | best (ms) | median (ms) |")
+    print("|---|---:|---:|")
+    for name, values in times.items():
+        print(f"| {name} | {1000 * min(values):.1f} | {1000 * statistics.median(values):.1f} |")
+    print(f"added by the installed plugin: {1000 * (min(on) - min(off)):+.1f} ms (difference of the bests), "
+          f"{1000 * statistics.median(a - b for a, b in zip(on, off)):+.1f} ms (median of paired differences); "
+          f"ratio of the bests {min(on) / min(off):.3f}")
+    print(f"import of pytest_sqleval.plugin + its pytest_plugins after pytest: best {1000 * min(imports):.1f} ms, "
+          f"median {1000 * statistics.median(imports):.1f} ms; {len(last.get('ours', []))} plugin modules, "
+          f"other modules pulled in: {last.get('others') or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+"""pytest glue for ordinary tests: ``sqleval_engine`` outside suites, ``sqleval_query``, the
+``sqleval_database`` marker and ini option, and rich explanations of failing verdicts.
+
+- ``@pytest.mark.sqleval_database("shop.sqlite", setup=[...])`` (on a test, a class or a module's
+  ``pytestmark``) or the ini option ``sqleval_database`` (with ``sqleval_database_setup`` lines) points
+  ``sqleval_engine`` at a database in a plain test. Paths in the marker are relative to the test file,
+  in the ini file to the ini file's directory. Setup-script databases are built once per session (per
+  xdist worker).
+- ``sqleval_query(sql)`` runs one untrusted query against ``sqleval_engine`` and returns a QueryResult;
+  the guard or the engine refusing it raises QueryError (``kind``, ``message``).
+- ``pytest_assertrepr_compare`` explains ``assert verdict == True``; a failing ``assert verdict`` or
+  ``assert verdict.match`` (also on ``compare_results(...)``/``exact_match(...)`` verdicts) gets a
+  ``sqleval verdict`` section with the same explanation under its traceback.
+
+Heavy imports stay inside functions: an inactive run must stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MARKER = "sqleval_database"
+_CURRENT: dict[str, Any] = {"item": None}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("sqleval_database", help="database of sqleval_engine in plain tests: a path (relative to the ini "
+                                           "file) or a SQLAlchemy URL.")
+    parser.addini("sqleval_database_setup", type="linelist",
+                  help="setup scripts building the sqleval_database (relative to the ini file).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sqleval_database(path_or_url, setup=[...]): the database of the sqleval_engine fixture in a plain test "
+        "(a path relative to the test file, or a SQLAlchemy URL; setup scripts build it once per session)",
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import sys
+
+    module = sys.modules.get("pytest_sqleval.assertions")
+    if module is not None:
+        module.clear_caches()
+
+
+# --------------------------------------------------------------------------- the current test
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    _CURRENT["item"] = item
+    try:
+        return (yield)
+    finally:
+        _CURRENT["item"] = None
+
+
+def current_engine():
+    """The running test's ``sqleval_engine`` (None when it has no database configured)."""
+    item = _CURRENT["item"]
+    if item is None:
+        return None
+    funcargs = getattr(item, "funcargs", None) or {}
+    if "sqleval_engine" in funcargs:
+        return funcargs["sqleval_engine"]
+    if getattr(item, "case", None) is None and _database_target(item) is None:
+        return None
+    request = getattr(item, "_request", None)
+    if request is None:
+        return None
+    return request.getfixturevalue("sqleval_engine")
+
+
+# --------------------------------------------------------------------------- sqleval_engine in plain tests
+def plain_test_engine(request: pytest.FixtureRequest, factory):
+    """``sqleval_engine`` outside suites: the database of the marker, else of the ini option."""
+    target = _database_target(request.node)
+    if target is None:
+        pytest.fail(
+            "sqleval_engine needs a database in a plain test: mark the test (or the module, with "
+            "pytestmark) with @pytest.mark.sqleval_database(\"shop.sqlite\", setup=[...]), "
+            "or set the ini option `sqleval_database = shop.sqlite` (with `sqleval_database_setup` lines)",
+            pytrace=False,
+        )
+    database, setup, origin = target
+    from .errors import DatabaseError
+
+    try:
+        spec = _spec(database, setup, origin)
+        return factory.engine(spec)
+    except DatabaseError as exc:
+        pytest.fail(f"{origin}: cannot open the database {database!r}: {exc}", pytrace=False)
+
+
+def _database_target(node) -> tuple[str, list[str], str] | None:
+    """(database, setup scripts (absolute), where it was set) for a test node, or None."""
+    marker = node.get_closest_marker(MARKER) if hasattr(node, "get_closest_marker") else None
+    if marker is not None:
+        base = Path(str(getattr(node, "path", None) or node.config.rootpath)).parent
+        where = f"@pytest.mark.{MARKER} on {node.nodeid}"
+        if len(marker.args) != 1 or not isinstance(marker.args[0], (str, os.PathLike)):
+            pytest.fail(f"{where}: give exactly one database, a path or a SQLAlchemy URL, e.g. "
+                        f"@pytest.mark.{MARKER}(\"shop.sqlite\") or (\"sqlite://\", setup=[\"schema.sql\"])",
+                        pytrace=False)
+        unknown = [k for k in marker.kwargs if k != "setup"]
+        if unknown:
+            pytest.fail(f"{where}: unknown argument {unknown[0]!r}; the marker takes the database and setup=[...]",
+                        pytrace=False)
+        setup = _scripts(marker.kwargs.get("setup"), where)
+        return _absolute(os.fspath(marker.args[0]), base), [str(_absolute(s, base)) for s in setup], where
+    config = node.config
+    value = config.getini("sqleval_database")
+    if not value:
+        return None
+    base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+    where = f"ini option sqleval_database ({config.inipath or 'rootdir'})"
+    setup = [str(_absolute(s, base)) for s in config.getini("sqleval_database_setup") or []]
+    return _absolute(str(value).strip(), base), setup, where
+
+
+def _scripts(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, os.PathLike)) for v in value):
+        pytest.fail(f"{where}: setup= must be a list of SQL script paths, e.g. setup=[\"schema.sql\", \"data.sql\"]",
+                    pytrace=False)
+    return [os.fspath(v) for v in value]
+
+
+def _absolute(text: str, base: Path) -> str:
+    if "://" in text:
+        return os.path.expandvars(text)
+    path = Path(os.path.expanduser(text))
+    return str(path if path.is_absolute() else (base / path).resolve())
+
+
+def _spec(database: str, setup: list[str], where: str):
+    from .suite import DatabaseSpec
+
+    for script in setup:
+        if not Path(script).is_file():
+            pytest.fail(f"{where}: setup script not found: {script}", pytrace=False)
+    scripts = tuple(Path(s) for s in setup)
+    if "://" in database:
+        if setup and database.startswith(("sqlite:///", "duckdb:///")) and len(database.split(":///", 1)[1]) > 0:
+            pytest.fail(f"{where}: setup scripts build a fresh database; they cannot target an existing file: "
+                        "use \"sqlite://\" or \"duckdb://\" (a file is built for you) or a server URL", pytrace=False)
+        return DatabaseSpec(url=database, setup=scripts, source=database)
+    path = Path(database)
+    if setup:
+        pytest.fail(f"{where}: setup scripts build a fresh database; give \"sqlite://\" or \"duckdb://\" "
+                    f"instead of the file {path.name}", pytrace=False)
+    if not path.is_file():
+        pytest.fail(f"{where}: database file not found: {path} (paths in the marker are relative to the test file, "
+                    "in the ini option to the ini file)", pytrace=False)
+    scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
+    return DatabaseSpec(url=f"{scheme}:///{path}", source=database)
+
+
+# --------------------------------------------------------------------------- sqleval_query
+class QueryRunner:
+    """``sqleval_query(sql, timeout=None, max_rows=None)``: one untrusted query, guarded, on sqleval_engine."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+
+    def __call__(self, sql: str, *, timeout: float | None = None, max_rows: int | None = None,
+                 dialect: str | None = None):
+        from .execution.runner import run_query
+        from .settings import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+
+        return run_query(self.engine, sql, timeout=timeout or DEFAULT_TIMEOUT, max_rows=max_rows or DEFAULT_MAX_ROWS,
+                         untrusted=True, dialect=dialect)
+
+
+@pytest.fixture
+def sqleval_query(sqleval_engine):
+    """Run one untrusted query safely against ``sqleval_engine``: ``sqleval_query("SELECT ...")`` -> QueryResult."""
+    if sqleval_engine is None:
+        pytest.fail("sqleval_query: this case has no database to run queries on", pytrace=False)
+    return QueryRunner(sqleval_engine)
+
+
+# --------------------------------------------------------------------------- explanations
+_EXPLAINED: set[int] = set()
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
+    """``assert verdict == True`` (or ``!= False``) on a verdict object: its full explanation."""
+    if op not in ("==", "!="):
+        return None
+    for value, other in ((left, right), (right, left)):
+        if isinstance(other, bool) and _is_verdict(value):
+            from .assertions import explain
+
+            text = explain(value)
+            if text is None:
+                return None
+            lines = [f"{_short(value)} {op} {other}", *text.splitlines()]
+            if _fits(config, lines):
+                _EXPLAINED.add(id(value))  # shown in full here; otherwise the report adds a section
+            return lines
+    return None
+
+
+def _fits(config: pytest.Config, lines: list[str]) -> bool:
+    """Will pytest show these explanation lines untruncated?"""
+    try:
+        from _pytest.compat import running_on_ci
+
+        if running_on_ci():
+            return True
+    except ImportError:  # pragma: no cover - older pytest
+        pass
+    if config.get_verbosity(getattr(pytest.Config, "VERBOSITY_ASSERTIONS", "assertions")) >= 2:
+        return True
+
+    def limit(name: str, default: int) -> int:
+        try:
+            value = config.getini(name)
+        except ValueError:
+            return default
+        return default if value in (None, "") else int(value)
+
+    max_lines, max_chars = limit("truncation_limit_lines", 8), limit("truncation_limit_chars", 640)
+    return (max_lines <= 0 or len(lines) <= max_lines) and (max_chars <= 0 or sum(map(len, lines)) <= max_chars)
+
+
+def _is_verdict(value: Any) -> bool:
+    module = type(value).__module__
+    if not module.startswith("pytest_sqleval"):
+        return False
+    from .assertions import is_failing_verdict
+
+    return is_failing_verdict(value) or hasattr(value, "passed") or hasattr(value, "match")
+
+
+def _short(value: Any) -> str:
+    summary = getattr(value, "summary", None)
+    if callable(summary):
+        return f"<{type(value).__name__} {summary()}>"
+    if hasattr(value, "passed"):
+        return f"<{type(value).__name__} passed={value.passed}>"
+    reason = getattr(value, "reason", None)
+    return f"<{type(value).__name__} match={getattr(value, 'match', None)}{f' {reason}' if reason else ''}>"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failing plain ``assert`` on a verdict: add its explanation under the traceback."""
+    report = yield
+    try:
+        if (call.when == "call" and report.failed and call.excinfo is not None
+                and call.excinfo.errisinstance(AssertionError) and getattr(item, "case", None) is None):
+            _add_verdict_section(report, call.excinfo)
+    except Exception:  # noqa: BLE001 - an explanation must never break the report
+        pass
+    finally:
+        if call.when == "teardown":
+            _EXPLAINED.clear()
+    return report
+
+
+def _add_verdict_section(report: pytest.TestReport, excinfo) -> None:
+    import re
+
+    if type(excinfo.value).__name__ == "SqlevalAssertionError" or not excinfo.traceback:
+        return  # the helpers' own failures already carry the explanation
+    entry = excinfo.traceback[-1]
+    if not any(type(v).__module__.startswith("pytest_sqleval.") for v in entry.frame.f_locals.values()):
+        return  # nothing of ours in the failing frame
+    from .assertions import explain, is_failing_verdict
+
+    try:
+        statement = str(entry.statement)
+    except Exception:  # noqa: BLE001 - no source available
+        statement = ""
+    texts = []
+    seen: set[int] = set()
+    for name, value in entry.frame.f_locals.items():
+        if id(value) in seen or id(value) in _EXPLAINED or not is_failing_verdict(value):
+            continue
+        if not name.startswith("@py_assert") and not re.search(rf"\b{re.escape(name)}\b", statement):
+            continue
+        seen.add(id(value))
+        text = explain(value)
+        if text:
+            texts.append(text)
+    if texts:
+        report.sections.append(("sqleval verdict", "\n\n".join(texts)))

@@ -1,0 +1,639 @@
+"""Assertion helpers for ordinary pytest tests: execution match, clause set match, soft-F1 thresholds, policies.
+
+Each ``assert_*`` helper returns its verdict object when the check passes and raises
+:class:`SqlevalAssertionError` (an ``AssertionError``) whose message is what a suite shows with ``-v``:
+both SQL texts, the result diff, each clause's verdict, the soft-F1 value. The ``check_*`` twins return
+the verdict without raising; a verdict is truthy when it passed, so ``assert verdict`` works too and,
+through the plugin, prints the same explanation.
+
+``gold`` is SQL, several accepted SQL texts (a list: any one may match; the best one is reported), or
+expected rows ``{"columns": [...], "rows": [[...]]}`` (optionally ``"ordered": true``). The predicted SQL
+is untrusted: it is guarded and runs on the read-only engine under the same limits as a suite
+(``timeout=``/``max_rows=`` override the defaults of 30 s and 100000 rows).
+
+``engine=None`` means the current test's ``sqleval_engine`` fixture (a database set with
+``@pytest.mark.sqleval_database(...)`` or the ini option ``sqleval_database``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .results import QueryResult
+from .settings import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+
+__all__ = [
+    "ExactMatchCheck", "ExecutionMatchCheck", "PolicyCheck", "SoftF1Check", "SqlevalAssertionError",
+    "assert_exact_match", "assert_execution_match", "assert_policy", "assert_soft_f1",
+    "check_exact_match", "check_execution_match", "check_policy_of", "check_soft_f1", "explain",
+]
+
+#: Options of the helpers that are run limits, not comparison options.
+_RUN_OPTIONS = ("timeout", "max_rows", "dialect")
+
+
+class SqlevalAssertionError(AssertionError):
+    """A failed sqleval assertion; ``verdict`` is the failing verdict object."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        super().__init__(verdict.explain())
+
+
+# --------------------------------------------------------------------------- verdicts
+class Verdict:
+    """Common behaviour: truthy when passed; ``verdict == True`` compares the outcome."""
+
+    passed: bool
+
+    def __bool__(self) -> bool:
+        return bool(self.passed)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, bool):
+            return bool(self.passed) is other
+        if isinstance(other, Verdict):
+            return self is other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    __hash__ = object.__hash__
+
+    def summary(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def explain(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.summary()}>"
+
+
+@dataclass(eq=False, repr=False)
+class GoldScore:
+    """How the prediction fared against one accepted gold."""
+
+    label: str  # the gold SQL, or "(expected rows)"
+    sql: str | None
+    execution_match: bool
+    soft_f1: float
+    record: dict[str, Any]  # a suite-style record (mismatch, error), rendered like a miss
+
+
+@dataclass(eq=False, repr=False)
+class ExecutionMatchCheck(Verdict):
+    """``match``: the prediction's result equals the best gold's under ``profile``."""
+
+    passed: bool
+    predicted: str
+    profile: str
+    soft_f1: float
+    best: int  # index of the best gold
+    scores: list[GoldScore]
+    error: dict[str, str] | None = None
+
+    @property
+    def match(self) -> bool:
+        return self.passed
+
+    def summary(self) -> str:
+        if self.passed:
+            return f"execution_match passed (gold #{self.best + 1}, profile {self.profile})"
+        return f"execution_match failed: {_reason(self.scores[self.best].record)} (soft_f1 {self.soft_f1:.4f})"
+
+    def explain(self) -> str:
+        head = f"execution_match {'passed' if self.passed else 'failed'} (profile {self.profile})"
+        return _render(head, self.scores, self.best, self.predicted)
+
+
+@dataclass(eq=False, repr=False)
+class SoftF1Check(Verdict):
+    """``score``: the best soft F1 over the accepted golds; passed when ``score >= at_least``."""
+
+    passed: bool
+    predicted: str
+    score: float
+    at_least: float
+    best: int
+    scores: list[GoldScore]
+
+    def summary(self) -> str:
+        op = ">=" if self.passed else "<"
+        return f"soft_f1 {self.score:.4f} {op} {self.at_least:g}"
+
+    def explain(self) -> str:
+        head = f"soft_f1 {self.score:.4f} {'>=' if self.passed else '<'} {self.at_least:g}" + (
+            "" if self.passed else f" (required at least {self.at_least:g})")
+        return _render(head, self.scores, self.best, self.predicted)
+
+
+@dataclass(eq=False, repr=False)
+class ExactMatchCheck(Verdict):
+    """``clauses``: each clause's verdict against the best gold; ``checked``: the clauses that decide."""
+
+    passed: bool
+    gold: str
+    predicted: str
+    profile: str
+    clauses: dict[str, bool]
+    checked: tuple[str, ...]
+    reason: str | None
+    best: int = 0
+    golds: tuple[str, ...] = ()
+    per_gold: list[dict[str, bool]] = field(default_factory=list)
+    subset: bool = False  # only the listed clauses decide
+
+    @property
+    def match(self) -> bool:
+        return self.passed
+
+    def differing(self) -> list[str]:
+        return [c for c in self.checked if not self.clauses.get(c, False)]
+
+    def summary(self) -> str:
+        scope = f" on {', '.join(self.checked)}" if self.subset else ""
+        if self.passed:
+            return f"exact_match passed{scope}"
+        why = f"clauses differ: {', '.join(self.differing())}" if self.clauses else (self.reason or "no clauses")
+        return f"exact_match failed{scope}: {why}"
+
+    def explain(self) -> str:
+        lines = [self.summary() + f" (profile {self.profile})"]
+        lines.append(f"  gold SQL:      {_one_line(self.gold)}")
+        lines.append(f"  predicted SQL: {_one_line(self.predicted)}")
+        if len(self.golds) > 1:
+            lines.append(f"  accepted golds: {len(self.golds)}; best: #{self.best + 1} (any one may match)")
+        if self.reason and not self.clauses:
+            lines.append(f"  {self.reason}")
+        if self.clauses:
+            lines.append("  clauses:")
+            for name, ok in self.clauses.items():
+                mark = "match" if ok else "DIFFERS"
+                ignored = "" if name in self.checked else " (not checked)"
+                lines.append(f"    {name:<16} {mark}{ignored}")
+        return "\n".join(lines)
+
+
+@dataclass(eq=False, repr=False)
+class PolicyCheck(Verdict):
+    """``violations``: what each broken rule of the policy saw."""
+
+    passed: bool
+    predicted: str
+    policy: dict[str, Any]
+    violations: tuple[str, ...]
+
+    def summary(self) -> str:
+        if self.passed:
+            return "policy passed"
+        return f"policy failed: {len(self.violations)} violation(s): {self.violations[0]}"
+
+    def explain(self) -> str:
+        lines = [f"policy {'passed' if self.passed else 'failed'}",
+                 f"  predicted SQL: {_one_line(self.predicted)}",
+                 f"  policy: {self.policy}"]
+        lines.extend(f"  violation: {v}" for v in self.violations)
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the helpers
+def check_execution_match(gold: Any, predicted: str, *, engine=None, profile: str = "sqleval",
+                          **options: Any) -> ExecutionMatchCheck:
+    """Like :func:`assert_execution_match`, but returns the verdict without raising."""
+    __tracebackhide__ = True
+    run, comparison = _split_options(options)
+    resolved = _resolve_profile(profile, comparison)
+    engine = _engine(engine, "assert_execution_match")
+    scores = _score(gold, predicted, engine, resolved, **run)
+    best = _best(scores)
+    chosen = scores[best]
+    return ExecutionMatchCheck(
+        passed=chosen.execution_match, predicted=predicted, profile=resolved.profile, soft_f1=chosen.soft_f1,
+        best=best, scores=scores, error=chosen.record.get("error"),
+    )
+
+
+def assert_execution_match(gold: Any, predicted: str, *, engine=None, profile: str = "sqleval",
+                           **options: Any) -> ExecutionMatchCheck:
+    """Assert that ``predicted`` returns the same result as ``gold`` under the comparison ``profile``.
+
+    ``options`` override single comparison options (``duplicates="set"``, ``row_order="ignore"``, ...);
+    ``timeout=``, ``max_rows=`` and ``dialect=`` set the run limits and the SQL dialect.
+    """
+    __tracebackhide__ = True
+    return _raise_unless(check_execution_match(gold, predicted, engine=engine, profile=profile, **options))
+
+
+def check_soft_f1(gold: Any, predicted: str, *, engine=None, at_least: float = 0.8, **options: Any) -> SoftF1Check:
+    """Like :func:`assert_soft_f1`, but returns the verdict without raising."""
+    __tracebackhide__ = True
+    if isinstance(at_least, bool) or not isinstance(at_least, (int, float)) or not 0 <= at_least <= 1:
+        raise ValueError(f"at_least must be a number between 0 and 1, not {at_least!r}")
+    run, comparison = _split_options(options)
+    resolved = _resolve_profile(comparison.pop("profile", "sqleval"), comparison)
+    engine = _engine(engine, "assert_soft_f1")
+    scores = _score(gold, predicted, engine, resolved, **run)
+    best = max(range(len(scores)), key=lambda i: (scores[i].soft_f1, scores[i].execution_match, -i))
+    score = scores[best].soft_f1
+    return SoftF1Check(passed=score >= at_least, predicted=predicted, score=score, at_least=float(at_least),
+                       best=best, scores=scores)
+
+
+def assert_soft_f1(gold: Any, predicted: str, *, engine=None, at_least: float = 0.8, **options: Any) -> SoftF1Check:
+    """Assert that the prediction's Soft Execution F1 (MRO 2.1.2) against the best gold is at least ``at_least``."""
+    __tracebackhide__ = True
+    return _raise_unless(check_soft_f1(gold, predicted, engine=engine, at_least=at_least, **options))
+
+
+def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequence[str] | None = None,
+                      profile: str = "sqleval", dialect: str | None = None) -> ExactMatchCheck:
+    """Like :func:`assert_exact_match`, but returns the verdict without raising."""
+    __tracebackhide__ = True
+    from .metrics.exact_match import GoldUnreadable, exact_match, resolve_exact_match
+
+    golds = _gold_sql_texts(gold, "assert_exact_match")
+    resolved_schema, schema_dialect = _schema(schema)
+    dialect = dialect or schema_dialect or "sqlite"
+    options = resolve_exact_match(profile)
+    valid = _clause_names(options.profile)
+    if clauses is not None:
+        if isinstance(clauses, str):
+            clauses = [clauses]
+        unknown = [c for c in clauses if c not in valid]
+        if unknown or not clauses:
+            raise ValueError(
+                f"unknown clause name(s) {', '.join(map(repr, unknown)) or '(none given)'} for the "
+                f"{options.profile} profile; valid clauses: {', '.join(valid)}"
+            )
+    results = []
+    for text in golds:
+        try:
+            verdict = exact_match(text, predicted or "", resolved_schema, profile=options, dialect=dialect)
+        except GoldUnreadable as exc:
+            raise ValueError(f"exact match cannot read the gold SQL {_one_line(text)!r}: {exc}") from None
+        checked = tuple(clauses) if clauses is not None else tuple(verdict.clauses) or valid
+        ok = bool(verdict.clauses) and all(verdict.clauses.get(c, False) for c in checked)
+        if clauses is None:
+            ok = bool(verdict.match)
+        results.append((ok, verdict, checked))
+    best = max(range(len(results)), key=lambda i: (results[i][0], sum(results[i][1].clauses.values()), -i))
+    ok, verdict, checked = results[best]
+    return ExactMatchCheck(
+        passed=ok, gold=golds[best], predicted=predicted, profile=options.profile, clauses=dict(verdict.clauses),
+        checked=checked, reason=verdict.reason, best=best, golds=tuple(golds),
+        per_gold=[dict(r[1].clauses) for r in results], subset=clauses is not None,
+    )
+
+
+def assert_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequence[str] | None = None,
+                       profile: str = "sqleval", dialect: str | None = None) -> ExactMatchCheck:
+    """Assert a clause set match of ``predicted`` against ``gold`` (any of several golds), optionally only
+    on the listed ``clauses`` (e.g. ``["select", "where"]``).
+
+    ``schema``: a :class:`~pytest_sqleval.schema.Schema`, an engine, a Spider ``(tables.json, db_id)`` pair
+    (or ``{"tables": ..., "db_id": ...}``), or None for the current test's ``sqleval_engine``.
+    """
+    __tracebackhide__ = True
+    return _raise_unless(check_exact_match(gold, predicted, schema=schema, clauses=clauses, profile=profile,
+                                           dialect=dialect))
+
+
+def check_policy_of(predicted: str, policy: Mapping[str, Any] | None = None, *, engine=None, schema=None,
+                    dialect: str | None = None, **rules: Any) -> PolicyCheck:
+    """Like :func:`assert_policy`, but returns the verdict without raising."""
+    __tracebackhide__ = True
+    from .policy import Policy, check_policy
+
+    resolved = Policy.from_mapping({**(dict(policy) if policy else {}), **rules})
+    if schema is None and engine is None:
+        engine = _engine(None, "assert_policy", required=False)
+    if schema is None and engine is not None:
+        schema, engine_dialect = _schema(engine)
+        dialect = dialect or engine_dialect
+    elif schema is not None:
+        schema, schema_dialect = _schema(schema)
+        dialect = dialect or schema_dialect
+    verdict = check_policy(predicted, resolved, dialect=dialect or "sqlite", schema=schema)
+    return PolicyCheck(passed=verdict.passed, predicted=predicted, policy=resolved.as_dict(),
+                       violations=verdict.violations)
+
+
+def assert_policy(predicted: str, policy: Mapping[str, Any] | None = None, *, engine=None, schema=None,
+                  dialect: str | None = None, **rules: Any) -> PolicyCheck:
+    """Assert that ``predicted`` respects a SQL policy: ``tables=[...]`` (the only tables it may read),
+    ``forbid_columns=[...]``, ``require_filter="tenant_id = 42"`` (see :mod:`pytest_sqleval.policy`)."""
+    __tracebackhide__ = True
+    return _raise_unless(check_policy_of(predicted, policy, engine=engine, schema=schema, dialect=dialect, **rules))
+
+
+def explain(verdict: Any) -> str | None:
+    """The multi-line explanation of a failing verdict (ours, or compare_results'/exact_match's), else None."""
+    from .metrics.exact_match.verdict import ExactMatchVerdict
+    from .metrics.execution_match import ExecutionVerdict
+    from .policy import PolicyVerdict
+
+    if isinstance(verdict, Verdict):
+        return verdict.explain()
+    if isinstance(verdict, ExecutionVerdict):
+        return _explain_execution_verdict(verdict)
+    if isinstance(verdict, ExactMatchVerdict):
+        lines = [f"exact_match {'passed' if verdict.match else 'failed'}" + (f": {verdict.reason}" if verdict.reason else "")]
+        lines.extend(f"  {name:<16} {'match' if ok else 'DIFFERS'}" for name, ok in verdict.clauses.items())
+        return "\n".join(lines)
+    if isinstance(verdict, PolicyVerdict):
+        return "\n".join([f"policy {'passed' if verdict.passed else 'failed'}",
+                          *(f"  violation: {v}" for v in verdict.violations)])
+    return None
+
+
+def is_failing_verdict(value: Any) -> bool:
+    """A verdict object (any of the plugin's) that did not pass."""
+    from .metrics.exact_match.verdict import ExactMatchVerdict
+    from .metrics.execution_match import ExecutionVerdict
+    from .policy import PolicyVerdict
+
+    if isinstance(value, Verdict):
+        return not value.passed
+    if isinstance(value, (ExecutionVerdict, ExactMatchVerdict)):
+        return not value.match
+    if isinstance(value, PolicyVerdict):
+        return not value.passed
+    return False
+
+
+# --------------------------------------------------------------------------- internals
+def _raise_unless(verdict: Verdict):
+    __tracebackhide__ = True
+    if not verdict.passed:
+        raise SqlevalAssertionError(verdict)
+    return verdict
+
+
+def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    run = {k: options[k] for k in _RUN_OPTIONS if k in options}
+    comparison = {k: v for k, v in options.items() if k not in _RUN_OPTIONS}
+    return run, comparison
+
+
+def _resolve_profile(profile: str, overrides: Mapping[str, Any]):
+    from .metrics.profiles import OptionError, resolve_execution
+
+    try:
+        return resolve_execution({"profile": profile, **overrides} if overrides else profile)
+    except OptionError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _engine(engine, helper: str, *, required: bool = True):
+    if engine is not None:
+        return engine
+    from .assert_plugin import current_engine
+
+    found = current_engine()
+    if found is None and required:
+        raise ValueError(
+            f"{helper} needs a database: pass engine=... (e.g. engine=sqleval_engine_factory(\"shop.sqlite\")), "
+            "or call it in a test that uses the sqleval_engine fixture, pointed at a database by "
+            "@pytest.mark.sqleval_database(\"shop.sqlite\") or the ini option sqleval_database"
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class _Gold:
+    sql: str | None
+    expected: QueryResult | None = None
+    ordered: bool = False
+
+
+def _golds(gold: Any, helper: str) -> list[_Gold]:
+    items = list(gold) if isinstance(gold, (list, tuple)) else [gold]
+    if not items:
+        raise ValueError(f"{helper}: gold is an empty list; give SQL, a list of accepted SQL texts, "
+                         "or expected rows {\"columns\": [...], \"rows\": [[...]]}")
+    return [_one_gold(item, helper) for item in items]
+
+
+def _one_gold(item: Any, helper: str) -> _Gold:
+    if isinstance(item, str):
+        if not item.strip():
+            raise ValueError(f"{helper}: a gold SQL text is empty")
+        return _Gold(item)
+    if isinstance(item, QueryResult):
+        return _Gold(None, item)
+    if isinstance(item, Mapping):
+        return _Gold(None, expected_rows(item, where=helper), bool(item.get("ordered", False)))
+    raise TypeError(f"{helper}: gold must be SQL text, a list of SQL texts, or expected rows "
+                    f"{{\"columns\": [...], \"rows\": [[...]]}}, not {type(item).__name__}")
+
+
+def expected_rows(value: Mapping[str, Any], *, where: str = "expected") -> QueryResult:
+    """``{"columns": [...], "rows": [[...]]}`` as a QueryResult (checked; ``ordered`` is allowed)."""
+    unknown = [k for k in value if k not in ("columns", "rows", "ordered")]
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r} in expected rows; keys: columns, rows, ordered")
+    rows = value.get("rows")
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, (list, tuple)) for r in rows):
+        raise ValueError(f"{where}: expected rows need `rows`, a list of rows (each a list of values)")
+    columns = value.get("columns")
+    if columns is not None and (not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns)):
+        raise ValueError(f"{where}: `columns` must be a list of column names")
+    width = len(columns) if columns is not None else (len(rows[0]) if rows else 0)
+    bad = [i for i, r in enumerate(rows) if len(r) != width]
+    if bad:
+        raise ValueError(f"{where}: row {bad[0] + 1} has {len(rows[bad[0]])} values, expected {width}")
+    return QueryResult.of([tuple(r) for r in rows], columns=list(columns) if columns is not None else None) \
+        if rows or columns is not None else QueryResult(columns=(), rows=[])
+
+
+def _gold_sql_texts(gold: Any, helper: str) -> list[str]:
+    golds = _golds(gold, helper)
+    if any(g.sql is None for g in golds):
+        raise ValueError(f"{helper} compares SQL clause by clause, so it needs gold SQL, not expected rows")
+    return [g.sql for g in golds]  # type: ignore[misc]
+
+
+def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None = None, max_rows: int | None = None,
+           dialect: str | None = None) -> list[GoldScore]:
+    """Run the prediction once and compare it with each accepted gold."""
+    __tracebackhide__ = True
+    from .errors import GoldError, QueryError
+    from .evaluate import case_soft_f1, mismatch_record, run_prediction
+    from .execution.runner import sqlglot_dialect
+    from .metrics.execution_match import compare_results
+
+    golds = _golds(gold, "assertion")
+    timeout = timeout or DEFAULT_TIMEOUT
+    max_rows = max_rows or DEFAULT_MAX_ROWS
+    dialect = dialect or sqlglot_dialect(engine.dialect.name)
+    evaluator = _evaluator(timeout, max_rows, engine)
+    display = _display(engine)
+    runs = []
+    for g in golds:
+        if g.sql is not None:
+            try:
+                runs.append(evaluator.run_gold(g.sql, options, engine, dialect, display, timeout=timeout,
+                                               max_rows=max_rows))
+            except GoldError as exc:
+                raise GoldError(f"{exc}\n  gold SQL: {_one_line(g.sql)}\n  the test's gold query is broken, "
+                                "not the prediction: fix the gold") from None
+        else:
+            from .evaluate import GoldRun
+
+            runs.append(GoldRun("expected rows", g.expected, g.ordered, None))
+    base = {"predicted": predicted}
+    try:
+        if predicted is None or not str(predicted).strip():
+            raise QueryError("no_prediction", "the prediction is empty" if predicted is not None else "no prediction")
+        pred = run_prediction(engine, predicted, options, dialect, timeout, max_rows)
+    except QueryError as exc:
+        return [GoldScore(_label(g), g.sql, False, 0.0, {**base, "gold": _label(g), "valid": False, "soft_f1": 0.0,
+                                                          "error": {"kind": exc.kind, "message": exc.message}})
+                for g in golds]
+    scores = []
+    for g, run in zip(golds, runs):
+        verdict = compare_results(run.result, pred, options, ordered=run.ordered, tie_groups=run.tie_groups)
+        f1 = case_soft_f1(run.result, pred, verdict, options)
+        record = {**base, "gold": _label(g), "valid": True, "error": None, "soft_f1": f1,
+                  "execution_match": verdict.match, "vacuous": verdict.vacuous,
+                  "mismatch": None if verdict.match else mismatch_record(run, pred, verdict)}
+        scores.append(GoldScore(_label(g), g.sql, verdict.match, f1, record))
+    return scores
+
+
+_EVALUATORS: dict[tuple[float, int], Any] = {}
+_ENGINES: dict[int, Any] = {}  # engines whose gold results are cached: kept alive so their ids stay unique
+
+
+def _evaluator(timeout: float, max_rows: int, engine):
+    """One evaluator per limits, so each gold runs once per session (its cache keys on the engine's id)."""
+    from .evaluate import Evaluator
+
+    _ENGINES.setdefault(id(engine), engine)
+    key = (timeout, max_rows)
+    if key not in _EVALUATORS:
+        _EVALUATORS[key] = Evaluator(timeout=timeout, max_rows=max_rows)
+    return _EVALUATORS[key]
+
+
+def clear_caches() -> None:
+    """Forget cached gold results and schemas (the plugin calls this at the end of each session)."""
+    _EVALUATORS.clear()
+    _ENGINES.clear()
+    _SCHEMAS.clear()
+
+
+def _display(engine) -> str:
+    try:
+        from .suite import hide_password
+
+        return hide_password(str(engine.url))
+    except Exception:  # noqa: BLE001 - any engine-like object
+        return "the database"
+
+
+def _label(g: _Gold) -> str:
+    return g.sql if g.sql is not None else "(expected rows)"
+
+
+def _best(scores: list[GoldScore]) -> int:
+    """The first gold that matches, else the one with the highest soft F1 (first on ties)."""
+    for i, s in enumerate(scores):
+        if s.execution_match:
+            return i
+    return max(range(len(scores)), key=lambda i: (scores[i].soft_f1, -i))
+
+
+def _reason(record: dict[str, Any]) -> str:
+    error = record.get("error")
+    if error:
+        return f"{error['kind']}: {error['message']}"
+    mismatch = record.get("mismatch")
+    if mismatch:
+        return f"{mismatch['reason']}: {mismatch['detail']}"
+    return "results match"
+
+
+def _render(head: str, scores: list[GoldScore], best: int, predicted: str) -> str:
+    """The suite's ``-v`` miss layout (report/diff.py) for the best gold, then a line per other gold."""
+    from .report.diff import render_miss
+
+    record = dict(scores[best].record)
+    record["id"] = "sqleval"
+    body = render_miss(record, verbose=True).splitlines()
+    lines = [head, f"  {_reason(record)}", *body[1:]]
+    if not any(line.startswith("  soft_f1:") for line in lines):
+        lines.insert(4, f"  soft_f1: {record.get('soft_f1') or 0.0:.4f}")
+    if len(scores) > 1:
+        lines.append(f"  accepted golds: {len(scores)}; best: #{best + 1} (any one may match)")
+        for i, s in enumerate(scores):
+            verdict = "match" if s.execution_match else _reason(s.record)
+            lines.append(f"    #{i + 1} {_one_line(s.label)[:70]}: {verdict}; soft_f1 {s.soft_f1:.4f}")
+    return "\n".join(lines)
+
+
+def _explain_execution_verdict(verdict) -> str:
+    """compare_results' verdict on its own (no SQL): the reason, the detail and example rows."""
+    from .report.diff import _row
+
+    if verdict.match:
+        return "execution_match: the results match" + (" (both empty: vacuous)" if verdict.vacuous else "")
+    lines = [f"execution_match failed: {verdict.reason}: {verdict.detail}"]
+    if verdict.column_mapping is not None:
+        mapping = verdict.column_mapping
+        pairs = mapping.items() if isinstance(mapping, Mapping) else enumerate(mapping)
+        lines.append("  column mapping (gold -> predicted): " + ", ".join(f"{g}->{p}" for g, p in pairs))
+    if verdict.gold_only_rows:
+        lines.append("  rows only in gold:       " + "; ".join(_row(r) for r in verdict.gold_only_rows))
+    if verdict.pred_only_rows:
+        lines.append("  rows only in prediction: " + "; ".join(_row(r) for r in verdict.pred_only_rows))
+    return "\n".join(lines)
+
+
+def _clause_names(profile: str) -> tuple[str, ...]:
+    from .metrics.exact_match.verdict import SPIDER_CLAUSES, SQLEVAL_EXTRA_CLAUSES
+
+    return SPIDER_CLAUSES if profile == "spider" else SPIDER_CLAUSES + SQLEVAL_EXTRA_CLAUSES
+
+
+_SCHEMAS: dict[Any, Any] = {}
+
+
+def _schema(schema) -> tuple[Any, str | None]:
+    """(Schema, dialect or None) from a Schema, an engine, a (tables.json, db_id) pair or mapping, or None."""
+    from .execution.runner import sqlglot_dialect
+    from .schema import Schema
+
+    if schema is None:
+        engine = _engine(None, "assert_exact_match")
+        return _schema(engine)
+    if isinstance(schema, Schema):
+        return schema, None
+    if hasattr(schema, "dialect") and hasattr(schema, "connect"):
+        key = id(schema)
+        if key not in _SCHEMAS:
+            _SCHEMAS[key] = (schema, Schema.from_engine(schema))
+        return _SCHEMAS[key][1], sqlglot_dialect(schema.dialect.name)
+    if isinstance(schema, Mapping) and set(schema) == {"tables", "db_id"}:
+        schema = (schema["tables"], schema["db_id"])
+    if isinstance(schema, (tuple, list)) and len(schema) == 2 and isinstance(schema[0], (str, os.PathLike)):
+        path, db_id = Path(schema[0]), str(schema[1])
+        if not path.is_file():
+            raise ValueError(f"schema file not found: {path}")
+        key = (str(path.resolve()), db_id)
+        if key not in _SCHEMAS:
+            _SCHEMAS[key] = Schema.from_spider_tables(path, db_id)
+        return _SCHEMAS[key], None
+    raise TypeError("schema must be a Schema, an engine, a (tables.json path, db_id) pair or "
+                    "{\"tables\": ..., \"db_id\": ...}, or None for the test's sqleval_engine")
+
+
+def _one_line(sql: str | None) -> str:
+    return " ".join((sql or "").split())

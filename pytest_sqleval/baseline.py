@@ -1,0 +1,193 @@
+"""Comparison with a baseline report: pairs of cases, per-metric deltas, intervals and paired tests.
+
+A baseline is a ``sqleval-report/1`` JSON file (``--sqleval-json`` of the deployed model's run).
+Cases are paired by (suite, id). For every per-case metric the comparison runs over the cases
+scored in both runs (``n_pairs``): ``current`` and ``baseline`` are the metric over those pairs,
+``delta`` = current - baseline, ``ci`` its 95% interval, ``p_value`` a two-sided paired test:
+
+- 0/1 metrics (``execution_accuracy``, ``exact_match``, ``valid_syntax``, ``pass_rate``,
+  ``test_suite_accuracy``): the exact McNemar test on the discordant pairs; the interval of the
+  difference of paired shares is the exact conditional one (Clopper-Pearson on the discordant pairs),
+  which excludes 0 exactly when the McNemar test is significant at 0.05.
+- means (``soft_f1``, ``bird_soft_f1``, ``r_ves``): the paired sign-flip permutation test; the
+  interval is a seeded paired bootstrap of the mean difference.
+
+Pure functions over report dicts: no pytest here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .aggregate import MEAN_METRICS, SHARE_METRICS, case_value
+from .stats import bootstrap_mean, mcnemar_exact, paired_share_interval, sign_flip
+
+SCHEMA = "sqleval-report/1"
+#: Metrics compared case by case, in report order.
+PAIRED_METRICS = ("execution_accuracy", "test_suite_accuracy", "soft_f1", "bird_soft_f1", "r_ves", "exact_match",
+                  "valid_syntax", "pass_rate")
+PAIR_KINDS = ("fixed", "regressed", "still_missed", "still_passed", "new", "removed")
+#: Options in the run metadata that change scores: a difference is worth a warning.
+SCORE_OPTIONS = ("timeout", "max_rows", "strict", "database_url")
+
+
+class ReportError(ValueError):
+    """A report file that cannot be used, with the fix."""
+
+    def __init__(self, path: str | Path, message: str, fix: str) -> None:
+        self.path = str(path)
+        self.fix = fix
+        super().__init__(f"{path}: {message}\n  fix: {fix}")
+
+
+def load_report(path: str | Path, *, role: str = "report") -> dict[str, Any]:
+    """Read a ``sqleval-report/1`` JSON file; a ReportError names the file and the fix."""
+    path = Path(path)
+    write_it = "write it with pytest --sqleval --sqleval-json PATH"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(path, f"cannot read the {role}: {exc.strerror or exc}", f"pass an existing file; {write_it}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(path, f"the {role} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                          f"pass the JSON file itself; {write_it}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ReportError(path, f"the {role} is not a {SCHEMA} report (schema: {found!r})", write_it)
+    for key in ("suites", "cases"):
+        if not isinstance(data.get(key), list):
+            raise ReportError(path, f"the {role} has no {key!r} list", write_it)
+    for number, case in enumerate(data["cases"], start=1):
+        if not isinstance(case, dict) or "suite" not in case or "id" not in case:
+            raise ReportError(path, f"case #{number} of the {role} has no suite and id", write_it)
+    return data
+
+
+def normalise_case(case: Mapping[str, Any]) -> dict[str, Any]:
+    """Reports written before ``passed_rule`` was in the JSON: derive it from the outcome."""
+    record = dict(case)
+    if "passed_rule" not in record:
+        record["passed_rule"] = None if record.get("outcome") == "error" else record.get("outcome") == "passed"
+    return record
+
+
+def _status(case: Mapping[str, Any]) -> str:
+    outcome = case.get("outcome")
+    if outcome == "passed":
+        return "passed"
+    if outcome in ("missed", "failed"):
+        return "missed"
+    return "error"
+
+
+def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]],
+                  key=lambda c: str(c["id"])) -> dict[str, Any]:
+    """One comparison entry: the pairs by kind and, per metric, the paired statistics."""
+    base_by_key = {key(c): normalise_case(c) for c in baseline}
+    cur_by_key = {key(c): normalise_case(c) for c in current}
+    pairs: dict[str, list[str]] = {kind: [] for kind in PAIR_KINDS}
+    errors: list[str] = []
+    for k, case in cur_by_key.items():
+        if k not in base_by_key:
+            pairs["new"].append(k)
+            continue
+        now, then = _status(case), _status(base_by_key[k])
+        if "error" in (now, then):
+            errors.append(k)
+        elif then == "passed":
+            pairs["still_passed" if now == "passed" else "regressed"].append(k)
+        else:
+            pairs["fixed" if now == "passed" else "still_missed"].append(k)
+    pairs["removed"] = [k for k in base_by_key if k not in cur_by_key]
+    metrics: dict[str, Any] = {}
+    multi_database = any("databases" in c for c in (*cur_by_key.values(), *base_by_key.values()))
+    for metric in PAIRED_METRICS:
+        if metric == "test_suite_accuracy" and not multi_database:
+            continue  # as in the aggregates: only suites with several databases have it
+        values = [(case_value(cur_by_key[k], metric), case_value(base_by_key[k], metric))
+                  for k in cur_by_key if k in base_by_key]
+        paired = [(c, b) for c, b in values if c is not None and b is not None]
+        if paired:
+            metrics[metric] = paired_statistics(metric, paired)
+    entry: dict[str, Any] = {"pairs": pairs, "metrics": metrics,
+                             "counts": {kind: len(ids) for kind, ids in pairs.items()}}
+    if errors:
+        entry["pairs_with_errors"] = errors
+    return entry
+
+
+def paired_statistics(metric: str, paired: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    n = len(paired)
+    current = math.fsum(c for c, _ in paired) / n
+    baseline = math.fsum(b for _, b in paired) / n
+    if metric in SHARE_METRICS:
+        fixed = sum(1 for c, b in paired if c and not b)
+        regressed = sum(1 for c, b in paired if b and not c)
+        interval = paired_share_interval(fixed, regressed, n)
+        return {"current": current, "baseline": baseline, "delta": current - baseline,
+                "ci": list(interval), "p_value": mcnemar_exact(regressed, fixed), "test": "mcnemar_exact",
+                "n_pairs": n, "ci_method": "exact_conditional", "discordant": {"better": fixed, "worse": regressed}}
+    if metric in MEAN_METRICS:
+        diffs = [c - b for c, b in paired]
+        interval = bootstrap_mean(diffs)
+        return {"current": current, "baseline": baseline, "delta": math.fsum(diffs) / n,
+                "ci": list(interval), "p_value": sign_flip(diffs), "test": "sign_flip",
+                "n_pairs": n, "ci_method": "paired_bootstrap"}
+    raise KeyError(metric)
+
+
+def file_warnings(current_run: Mapping[str, Any] | None, baseline_run: Mapping[str, Any] | None) -> list[str]:
+    """Suite, database or predictions files whose SHA-256 changed since the baseline; score options that differ."""
+    current_run = current_run or {}
+    baseline_run = baseline_run or {}
+    warnings: list[str] = []
+    base_files, cur_files = baseline_run.get("files"), current_run.get("files") or {}
+    if not base_files:
+        warnings.append("the baseline has no file hashes (run metadata): cannot tell whether a suite or database changed")
+    else:
+        for path in sorted(cur_files):
+            before, now = base_files.get(path), cur_files[path]
+            if before is not None and before != now:
+                warnings.append(f"{path} changed since the baseline (sha256 {before[:12]} -> {now[:12]}): "
+                                "the comparison mixes different questions, gold or data")
+    base_options, cur_options = baseline_run.get("options") or {}, current_run.get("options") or {}
+    for option in SCORE_OPTIONS:
+        if option in base_options and option in cur_options and base_options[option] != cur_options[option]:
+            warnings.append(f"option {option} differs from the baseline: {base_options[option]!r} then, "
+                            f"{cur_options[option]!r} now")
+    return warnings
+
+
+def compare_reports(current: Mapping[str, Any], baseline: Mapping[str, Any], *, path: str) -> dict[str, Any]:
+    """The ``baseline`` block of a report: per suite and overall comparisons, and warnings."""
+    cur_by_suite: dict[str, list] = defaultdict(list)
+    base_by_suite: dict[str, list] = defaultdict(list)
+    for case in current.get("cases", []):
+        cur_by_suite[case["suite"]].append(case)
+    for case in baseline.get("cases", []):
+        base_by_suite[case["suite"]].append(case)
+    warnings = file_warnings(current.get("run"), baseline.get("run"))
+    names = [s["name"] for s in current.get("suites", [])]
+    names += [name for name in cur_by_suite if name not in names]
+    suites = []
+    for name in names:
+        if name not in base_by_suite:
+            warnings.append(f"suite {name} is not in the baseline: all its cases are new")
+        suites.append({"name": name, **compare_cases(cur_by_suite.get(name, []), base_by_suite.get(name, []))})
+    for name in base_by_suite:
+        if name not in cur_by_suite:
+            warnings.append(f"suite {name} of the baseline is not in this run: its cases count as removed")
+            suites.append({"name": name, **compare_cases([], base_by_suite[name])})
+    qualified = lambda c: f"{c['suite']}::{c['id']}"  # noqa: E731
+    overall = compare_cases(_ordered(current.get("cases", [])), _ordered(baseline.get("cases", [])), key=qualified)
+    return {"path": path, "warnings": warnings, "suites": suites, "overall": overall}
+
+
+def _ordered(cases: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted(cases, key=lambda c: (str(c.get("suite")), c.get("index", 0), str(c.get("id"))))

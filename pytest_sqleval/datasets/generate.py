@@ -1,0 +1,533 @@
+"""``sqleval generate``: the MRO paper's SQL-first dataset generation (section 2.2) for a user's database.
+
+1. The schema (DDL, with ``sample_rows`` rows per table for diversity) goes into a prompt that asks the model
+   for SQL queries FIRST, covering a requested mix of clause types and difficulty classes, each with its
+   reasoning, as a JSON list (several per request; a high temperature, as in the paper).
+2. Each SQL is executed under the guard (:func:`pytest_sqleval.execution.runner.run_query`, untrusted) and
+   kept only if it parses as one query, runs, returns a non-empty result of at most ``max_result_rows`` rows,
+   returns the same result on a second run (deterministic), and is not a duplicate of a kept query (the same
+   normalised SQL, or the same result and the same structure: tables and clauses).
+3. The model writes a natural-language question for each kept SQL (and optional paraphrases: extra cases
+   with the same gold, which the plugin groups per gold SQL).
+4. Optionally (``check``) the model is asked whether question and SQL agree; a disagreement is dropped.
+
+The output is a suite whose cases carry the difficulty computed by :mod:`pytest_sqleval.metrics.hardness`
+and their clause types as tags, and a report counting what each filter dropped and why. Model calls go
+through the model-in-the-loop client (:mod:`pytest_sqleval.model.client`, the official ``openai`` SDK) and
+its on-disk response cache (:mod:`pytest_sqleval.model.cache`), so a generation can be replayed offline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+CLAUSE_TYPES = {  # --mix name -> the clause of the statistics module
+    "where": "WHERE", "group_by": "GROUP BY", "having": "HAVING", "order_by": "ORDER BY", "limit": "LIMIT",
+    "join": "JOIN", "subquery": "subquery", "set_operation": "set operation", "cte": "CTE", "window": "window",
+    "case": "CASE", "distinct": "DISTINCT",
+}
+DIFFICULTY_CLASSES = ("easy", "medium", "hard", "extra")
+DEFAULT_MIX = {"where": 1, "group_by": 1, "order_by": 1, "join": 1, "subquery": 1, "having": 1,
+               "easy": 1, "medium": 1, "hard": 1, "extra": 1}
+FILTERS = ("unparsable", "does_not_run", "empty_result", "too_many_rows", "nondeterministic", "duplicate",
+           "no_question", "disagreement")
+FORMAT = "sqleval-generate/1"
+
+
+class GenerateError(Exception):
+    """Bad input or a failed model call: the message says what and how to fix it."""
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    count: int = 20
+    mix: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
+    batch: int = 10
+    sample_rows: int = 3
+    max_result_rows: int = 50
+    paraphrases: int = 0
+    check: bool = False
+    temperature: float = 1.0
+    timeout: float = 10.0
+
+    @classmethod
+    def from_text(cls, *, mix: str | None, **values: Any) -> GenerateOptions:
+        for name in ("count", "batch", "max_result_rows"):
+            if values.get(name) is not None and values[name] < 1:
+                raise GenerateError(f"--{name.replace('_', '-')} must be at least 1, not {values[name]}")
+        for name in ("sample_rows", "paraphrases"):
+            if values.get(name) is not None and values[name] < 0:
+                raise GenerateError(f"--{name.replace('_', '-')} cannot be negative ({values[name]})")
+        return cls(mix=parse_mix(mix) if mix else dict(DEFAULT_MIX), **values)
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """``"join=3,group_by=2,hard"`` -> ``{"join": 3, "group_by": 2, "hard": 1}``."""
+    mix: dict[str, float] = {}
+    allowed = (*CLAUSE_TYPES, *DIFFICULTY_CLASSES)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, weight = part.partition("=")
+        name = name.strip().lower().replace(" ", "_").replace("-", "_")
+        if name not in allowed:
+            raise GenerateError(f"--mix: unknown {name!r}; use clause types ({', '.join(CLAUSE_TYPES)}) and "
+                                f"difficulty classes ({', '.join(DIFFICULTY_CLASSES)}), e.g. join=3,hard=1")
+        try:
+            value = float(weight) if weight.strip() else 1.0
+        except ValueError:
+            raise GenerateError(f"--mix: the weight of {name} must be a number, not {weight!r}") from None
+        if value < 0 or not math.isfinite(value):
+            raise GenerateError(f"--mix: the weight of {name} must be a non-negative number")
+        mix[name] = value
+    if not mix or not any(mix.values()):
+        raise GenerateError("--mix names nothing with a positive weight")
+    return mix
+
+
+def quotas(weights: Mapping[str, float], total: int) -> dict[str, int]:
+    """Split ``total`` by weight (largest remainder; ties by name), dropping zero quotas."""
+    weights = {k: v for k, v in weights.items() if v > 0}
+    if not weights or total <= 0:
+        return {}
+    whole = sum(weights.values())
+    exact = {k: total * v / whole for k, v in weights.items()}
+    result = {k: int(math.floor(x)) for k, x in exact.items()}
+    rest = total - sum(result.values())
+    for name in sorted(exact, key=lambda k: (-(exact[k] - result[k]), k))[:rest]:
+        result[name] += 1
+    return {k: v for k, v in result.items() if v}
+
+
+# --------------------------------------------------------------------------- prompts
+SQL_PROMPT_SYSTEM = ("You write {dialect} SQL queries over a database for a text-to-SQL evaluation dataset. "
+                     "Write the SQL first; the natural-language questions are written later from the SQL.")
+SQL_PROMPT = """Database schema (with a few sample rows per table):
+{schema}
+
+Write {n} different, creative, read-only {dialect} SQL queries that a user of this database could need
+(request {batch} of {batches}). Each must run on this schema and return a small, non-empty result.
+Cover this mix: {clauses}{difficulty}.
+Difficulty classes (Spider): easy = at most one of WHERE/GROUP BY/ORDER BY/LIMIT/JOIN/OR/LIKE; medium = two;
+hard = three, or one nested query; extra = more, or set operations with other clauses.
+Think first, then answer with a JSON list only: [{{"reasoning": "...", "sql": "..."}}, ...]"""
+
+QUESTION_PROMPT_SYSTEM = ("You write the natural-language question a user would ask to get exactly the result of "
+                          "a SQL query. Do not mention SQL, tables or columns by their technical names.")
+QUESTION_PROMPT = """Database schema:
+{schema}
+
+SQL to explain:
+{sql}
+
+First rows of its result: {rows}
+
+Write the question this SQL answers{paraphrases}. Answer with JSON only:
+{{"reasoning": "...", "question": "..."{paraphrase_key}}}"""
+
+CHECK_PROMPT_SYSTEM = "You check text-to-SQL pairs: does the SQL answer exactly the question, no more and no less?"
+CHECK_PROMPT = """Database schema:
+{schema}
+
+Proposed question: {question}
+SQL to check:
+{sql}
+
+Does the SQL answer exactly this question? Answer with JSON only: {{"reasoning": "...", "agree": true or false}}"""
+
+
+# --------------------------------------------------------------------------- model calls (client + cache)
+class Model:
+    """The model-in-the-loop client and response cache, counting calls and cache hits."""
+
+    def __init__(self, name: str, url: str | None, key_env: str | None, *, timeout: float,
+                 cache_dir: str | Path | None, cache_mode: str) -> None:
+        from ..model.cache import ResponseCache
+        from ..model.client import ModelCallError, client_for
+        from ..model.config import ModelConfig
+
+        self.config = ModelConfig(name=name, url=url, key_env=key_env, timeout=max(timeout, 30.0))
+        self.cache = ResponseCache(cache_dir or ".sqleval_cache", cache_mode if cache_dir else "off")
+        self._error = ModelCallError
+        self._client_for = client_for
+        self.calls = 0
+        self.cache_hits = 0
+
+    def ask(self, system: str, user: str, *, temperature: float) -> str:
+        from ..model.cache import cache_key
+        from ..model.config import ModelConfig
+
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        config = ModelConfig(**{**asdict(self.config), "temperature": temperature})
+        parameters = config.parameters
+        key = cache_key(config.endpoint, str(config.name), messages, parameters)
+        cached = self.cache.get(key)
+        if cached is not None and isinstance(cached.get("text"), str):
+            self.cache_hits += 1
+            return cached["text"]
+        if self.cache.mode == "only":
+            raise GenerateError("a request is not in the response cache (--cache-mode only)")
+        try:
+            completion = self._client_for(config).complete(messages, parameters)
+        except self._error as exc:
+            raise GenerateError(f"the model call failed: {exc.message}") from None
+        self.calls += 1
+        self.cache.put(key, {"endpoint": config.endpoint, "model": config.name, "messages": messages,
+                             "parameters": parameters}, {"text": completion.text})
+        return completion.text
+
+
+def parse_json_answer(text: str) -> Any:
+    """The JSON in a model answer: a fenced ```json block, else the outermost [...] or {...}; None if none."""
+    fenced = re.findall(r"```(?:json)?\s*\n(.*?)```", text, flags=re.DOTALL)
+    candidates = [*fenced[::-1], text]
+    for candidate in candidates:
+        candidate = candidate.strip()
+        pairs = sorted((("[", "]"), ("{", "}")), key=lambda p: (candidate.find(p[0]) == -1, candidate.find(p[0])))
+        for opening, closing in pairs:  # the outermost first: whichever opens earlier
+            start, end = candidate.find(opening), candidate.rfind(closing)
+            if start != -1 and end > start:
+                try:
+                    return json.loads(candidate[start:end + 1])
+                except json.JSONDecodeError:
+                    continue
+    return None
+
+
+# --------------------------------------------------------------------------- the pipeline
+@dataclass
+class Drop:
+    filter: str
+    sql: str
+    reason: str
+    question: str | None = None
+
+
+@dataclass
+class Kept:
+    sql: str
+    result: Any
+    normalised: str
+    structure: tuple
+    reasoning: str | None = None
+    question: str | None = None
+    paraphrases: list[str] = field(default_factory=list)
+    difficulty: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GenerationReport:
+    model: str
+    database: str
+    suite: str
+    options: dict[str, Any]
+    proposed: int = 0
+    answers_without_json: int = 0
+    kept: list[Kept] = field(default_factory=list)
+    drops: list[Drop] = field(default_factory=list)
+    calls: int = 0
+    cache_hits: int = 0
+
+    def dropped(self) -> dict[str, int]:
+        counts = Counter(d.filter for d in self.drops)
+        return {name: counts[name] for name in FILTERS}
+
+    def as_json(self) -> dict[str, Any]:
+        from .stats import query_facts
+
+        return {
+            "format": FORMAT,
+            "model": self.model,
+            "database": self.database,
+            "suite": self.suite,
+            "options": self.options,
+            "proposed": self.proposed,
+            "answers_without_json": self.answers_without_json,
+            "kept": len(self.kept),
+            "cases": sum(1 + len(k.paraphrases) for k in self.kept),
+            "dropped": self.dropped(),
+            "drops": [asdict(d) for d in self.drops],
+            "difficulty": dict(Counter(k.difficulty or "unclassified" for k in self.kept)),
+            "clauses": dict(Counter(c for k in self.kept for c in query_facts(k.sql).clauses)),
+            "model_calls": self.calls,
+            "cache_hits": self.cache_hits,
+        }
+
+    def summary(self) -> str:
+        lines = [f"generated {len(self.kept)} of {self.proposed} proposed queries into {self.suite} "
+                 f"({sum(1 + len(k.paraphrases) for k in self.kept)} cases; {self.calls} model calls, "
+                 f"{self.cache_hits} from the cache)"]
+        for name, count in self.dropped().items():
+            if count:
+                reasons = Counter(d.reason for d in self.drops if d.filter == name).most_common(2)
+                lines.append(f"  dropped {count:3d} {name}: " + "; ".join(f"{r} ({c})" for r, c in reasons))
+        if self.answers_without_json:
+            lines.append(f"  {self.answers_without_json} model answer(s) held no JSON list of queries")
+        difficulty = Counter(k.difficulty or "unclassified" for k in self.kept)
+        lines.append("  difficulty: " + ", ".join(f"{k} {v}" for k, v in sorted(difficulty.items())))
+        return "\n".join(lines)
+
+
+def _open(database: str):
+    from sqlalchemy import create_engine
+
+    if "://" in database:
+        url = database
+    else:
+        path = Path(database)
+        if not path.is_file():
+            raise GenerateError(f"database file not found: {path}", )
+        scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
+        url = f"{scheme}:///{path.resolve()}"
+    try:
+        return create_engine(url)
+    except Exception as exc:  # noqa: BLE001 - any driver problem is bad input here
+        raise GenerateError(f"cannot open {database}: {exc}") from None
+
+
+def _rows_key(result, ordered: bool):
+    from ..metrics.values import normalise_value
+
+    rows = [tuple(normalise_value(v) for v in row) for row in result.rows]
+    return (len(result.columns), tuple(rows) if ordered else tuple(sorted(Counter(map(repr, rows)).items())))
+
+
+def _normalised_sql(tree, dialect: str) -> str:
+    from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+
+    return normalize_identifiers(tree.copy(), dialect=dialect).sql(dialect=dialect, normalize=True, pretty=False)
+
+
+def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str, max_result_rows: int,
+           timeout: float, kept: list[Kept] | None = None) -> tuple[list[Kept], list[Drop]]:
+    """The execution filters, in order: parses as one query, runs under the guard, non-empty, at most
+    ``max_result_rows`` rows, the same result twice, not a duplicate of a kept query."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    from ..errors import QueryError
+    from ..execution.runner import run_query
+    from .stats import query_facts
+
+    kept = list(kept or [])
+    drops: list[Drop] = []
+    for sql, reasoning in candidates:
+        sql = (sql or "").strip().rstrip(";").strip()
+        try:
+            trees = [t for t in sqlglot.parse(sql, read=dialect)
+                     if t is not None and not isinstance(t, sqlglot.exp.Semicolon)] if sql else []
+        except (SqlglotError, RecursionError) as exc:
+            drops.append(Drop("unparsable", sql, f"sqlglot cannot parse it: {str(exc).splitlines()[0][:120]}"))
+            continue
+        if len(trees) != 1:
+            drops.append(Drop("unparsable", sql, f"{len(trees)} statements, not one query" if trees else "no SQL"))
+            continue
+        tree = trees[0]
+        try:
+            first = run_query(engine, sql, timeout=timeout, max_rows=max_result_rows, untrusted=True, dialect=dialect)
+        except QueryError as exc:
+            if exc.kind == "row_limit":
+                drops.append(Drop("too_many_rows", sql, f"more than {max_result_rows} rows"))
+            else:
+                drops.append(Drop("does_not_run", sql, f"{exc.kind}: {str(exc).split(': ', 1)[-1][:160]}"))
+            continue
+        if not first.rows:
+            drops.append(Drop("empty_result", sql, "no rows"))
+            continue
+        ordered = isinstance(tree, exp.Select) and tree.args.get("order") is not None
+        try:
+            second = run_query(engine, sql, timeout=timeout, max_rows=max_result_rows, untrusted=True, dialect=dialect)
+        except QueryError as exc:
+            drops.append(Drop("nondeterministic", sql, f"the second run failed: {exc.kind}"))
+            continue
+        result_key = _rows_key(first, ordered)
+        if _rows_key(second, ordered) != result_key:
+            drops.append(Drop("nondeterministic", sql, "two runs returned different results"))
+            continue
+        normalised = _normalised_sql(tree, dialect)
+        facts = query_facts(sql, dialect)
+        structure = (tuple(sorted(facts.clauses)), facts.joins, facts.tables)
+        same_text = next((k for k in kept if k.normalised == normalised), None)
+        if same_text is not None:
+            drops.append(Drop("duplicate", sql, f"the same normalised SQL as a kept query: {same_text.sql[:120]}"))
+            continue
+        same_result = next((k for k in kept if k.result == result_key and k.structure == structure), None)
+        if same_result is not None:
+            drops.append(Drop("duplicate", sql, f"the same result and structure as a kept query: {same_result.sql[:120]}"))
+            continue
+        kept.append(Kept(sql, result_key, normalised, structure, reasoning=reasoning,
+                         tags=sorted(name for name, clause in CLAUSE_TYPES.items() if clause in facts.clauses)))
+        kept[-1].rows_preview = first.rows[:3]  # type: ignore[attr-defined]
+    return kept, drops
+
+
+def generate_suite(database: str, output: str | Path, *, options: GenerateOptions, model: str,
+                   url: str | None = None, key_env: str | None = None, cache_dir: str | Path | None = ".sqleval_cache",
+                   cache_mode: str = "use", report_path: str | Path | None = None) -> GenerationReport:
+    """Run the pipeline, write the suite and its report (``<output stem>.report.json`` by default)."""
+    from ..execution.runner import sqlglot_dialect
+    from ..metrics.hardness import difficulty_label
+    from ..model.schema_text import render_schema, sample_rows, tables_from_engine
+    from ..schema import Schema
+    from .importers import dump_yaml
+
+    output = Path(output)
+    engine = _open(database)
+    try:
+        dialect = sqlglot_dialect(engine.dialect.name)
+        try:
+            tables = tables_from_engine(engine)
+        except Exception as exc:  # noqa: BLE001
+            raise GenerateError(f"cannot read the schema of {database}: {exc}") from None
+        if not tables:
+            raise GenerateError(f"{database} has no tables", )
+        rows = sample_rows(engine, tables, options.sample_rows, dialect=dialect, timeout=options.timeout)
+        schema_text = render_schema(tables, "ddl", dialect=dialect, rows=rows)
+        plain_schema = render_schema(tables, "ddl", dialect=dialect)
+        llm = Model(model, url, key_env, timeout=options.timeout, cache_dir=cache_dir, cache_mode=cache_mode)
+        name = output.name.split(".")[0] or "generated"
+        report = GenerationReport(model, database, str(output), {k: v for k, v in asdict(options).items()})
+
+        # 1-2: SQL first, then the execution filters
+        clause_mix = {k: v for k, v in options.mix.items() if k in CLAUSE_TYPES}
+        level_mix = {k: v for k, v in options.mix.items() if k in DIFFICULTY_CLASSES}
+        batches = max(1, math.ceil(options.count / options.batch))
+        kept: list[Kept] = []
+        for number in range(batches):
+            n = min(options.batch, options.count - number * options.batch)
+            clauses = quotas(clause_mix, n)
+            levels = quotas(level_mix, n)
+            prompt = SQL_PROMPT.format(
+                schema=schema_text, n=n, dialect=dialect, batch=number + 1, batches=batches,
+                clauses=", ".join(f"{c} using {CLAUSE_TYPES[k]}" for k, c in clauses.items()) or "any clauses",
+                difficulty=("; difficulty: " + ", ".join(f"{c} {k}" for k, c in levels.items())) if levels else "")
+            answer = llm.ask(SQL_PROMPT_SYSTEM.format(dialect=dialect), prompt, temperature=options.temperature)
+            items = parse_json_answer(answer)
+            if isinstance(items, dict):
+                items = [items]
+            if not isinstance(items, list):
+                report.answers_without_json += 1
+                continue
+            candidates = []
+            for item in items:
+                if isinstance(item, dict):
+                    candidates.append((str(item.get("sql") or ""), item.get("reasoning")))
+                elif isinstance(item, str):
+                    candidates.append((item, None))
+            report.proposed += len(candidates)
+            kept, drops = screen(engine, candidates, dialect=dialect, max_result_rows=options.max_result_rows,
+                                 timeout=options.timeout, kept=kept)
+            report.drops.extend(drops)
+
+        # 3: a question (and paraphrases) per kept SQL
+        with_questions: list[Kept] = []
+        for item in kept:
+            preview = json.dumps([list(r) for r in getattr(item, "rows_preview", [])], default=str, ensure_ascii=False)
+            paraphrases = (f", then {options.paraphrases} paraphrase(s) of it with the same meaning"
+                           if options.paraphrases else "")
+            answer = llm.ask(QUESTION_PROMPT_SYSTEM, QUESTION_PROMPT.format(
+                schema=plain_schema, sql=item.sql, rows=preview[:600], paraphrases=paraphrases,
+                paraphrase_key=', "paraphrases": ["..."]' if options.paraphrases else ""), temperature=0.0)
+            data = parse_json_answer(answer)
+            question = data.get("question") if isinstance(data, dict) else (answer.strip() if data is None else None)
+            if not isinstance(question, str) or not question.strip() or len(question) > 1000:
+                report.drops.append(Drop("no_question", item.sql, "the model gave no question"))
+                continue
+            item.question = " ".join(question.split())
+            if options.paraphrases and isinstance(data, dict) and isinstance(data.get("paraphrases"), list):
+                item.paraphrases = [" ".join(p.split()) for p in data["paraphrases"]
+                                    if isinstance(p, str) and p.strip()][:options.paraphrases]
+            with_questions.append(item)
+
+        # 4: optional agreement check
+        final: list[Kept] = []
+        for item in with_questions:
+            if options.check:
+                answer = llm.ask(CHECK_PROMPT_SYSTEM, CHECK_PROMPT.format(schema=plain_schema, question=item.question,
+                                                                         sql=item.sql), temperature=0.0)
+                verdict = _agreement(answer)
+                if verdict is not True:
+                    reason = "the model says question and SQL disagree" if verdict is False else \
+                        "the model's check answer has no verdict"
+                    report.drops.append(Drop("disagreement", item.sql, reason, item.question))
+                    continue
+            final.append(item)
+
+        schema = Schema.from_engine(engine)
+        for item in final:
+            item.difficulty, _ = difficulty_label(item.sql, schema, dialect=dialect)
+        report.kept = final
+        report.calls, report.cache_hits = llm.calls, llm.cache_hits
+    finally:
+        engine.dispose()
+    if not report.kept:
+        _write_report(report, output, report_path)
+        raise GenerateError(f"no query survived the filters ({report.proposed} proposed): see the report "
+                            f"{_report_path(output, report_path)}")
+    document = _suite_document(name, database, output, report)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(dump_yaml(document), encoding="utf-8")
+    _write_report(report, output, report_path)
+    return report
+
+
+def _agreement(answer: str) -> bool | None:
+    data = parse_json_answer(answer)
+    if isinstance(data, dict) and isinstance(data.get("agree"), bool):
+        return data["agree"]
+    word = answer.strip().lower()[:4]
+    if word.startswith("yes"):
+        return True
+    if word.startswith("no"):
+        return False
+    return None
+
+
+def _report_path(output: Path, report_path: str | Path | None) -> Path:
+    if report_path:
+        return Path(report_path)
+    base = output.name
+    for suffix in (".sqleval.yaml", ".sqleval.yml", ".yaml", ".yml"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return output.with_name(base + ".report.json")
+
+
+def _write_report(report: GenerationReport, output: Path, report_path) -> None:
+    path = _report_path(output, report_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report.as_json(), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+
+
+def _suite_document(name: str, database: str, output: Path, report: GenerationReport) -> dict[str, Any]:
+    import os
+
+    if "://" in database:
+        db_ref = database
+    else:
+        target, start = Path(database).resolve(), output.parent.resolve()
+        db_ref = str(target) if os.path.commonpath([target, start]) == os.path.sep else os.path.relpath(target, start)
+    cases = []
+    for number, item in enumerate(report.kept, start=1):
+        base = {"gold": item.sql}
+        if item.difficulty:
+            base["difficulty"] = item.difficulty
+        if item.tags:
+            base["tags"] = item.tags
+        cases.append({"id": f"g{number:03d}", "question": item.question, **base})
+        for p_number, paraphrase in enumerate(item.paraphrases, start=1):
+            cases.append({"id": f"g{number:03d}-p{p_number}", "question": paraphrase, **base})
+    return {
+        "suite": name,
+        "description": f"Generated SQL-first by `sqleval generate` with {report.model} from {database}: "
+                       f"{len(report.kept)} of {report.proposed} proposed queries kept (see the generation report).",
+        "database": db_ref,
+        "cases": cases,
+    }

@@ -1,0 +1,589 @@
+"""Importers: public text-to-SQL datasets -> ``*.sqleval.yaml`` suites (+ a predictions JSONL).
+
+``sqleval import spider|sparc|cosql|bird|logiccat SRC -o DIR [--predictions FILE]``
+
+One suite per database: a suite then has one ``database:`` and one ``schema:`` line at the top (the
+cases stay short), a database that is missing or schema-only fails or is flagged as one suite (not
+as hundreds of cases), and ``pytest -k <db_id>`` runs one database. Case ids keep the dataset's
+own addressing across suites (Spider ``q0042`` = line 42 of the gold file; SParC/CoSQL
+``i0007/2`` = turn 2 of interaction 7; BIRD ``q1471`` = its ``question_id``). With predictions, each
+suite gets its own ``predictions/<db>.jsonl`` (the suite's ``predictions:`` key, so ``pytest --sqleval
+DIR/<db>.sqleval.yaml`` runs one database), and ``predictions.jsonl`` holds them all (for
+``--sqleval-predictions``, e.g. to swap in another system's file).
+
+Databases and ``tables.json`` are referenced by a path relative to the suite file, never copied.
+
+Prediction files in the official line format are read with the official rules: a line is
+``l.strip().split('\\t')[0]``; a blank line ends an interaction (SParC/CoSQL); the turns of
+interaction *k* pair with the gold turns of interaction *k* (``zip``: a missing prediction is
+recorded as ``"sql": null``, i.e. no prediction). For Spider/SParC/CoSQL the official
+test-suite-sql-eval run's text rewrites are applied (see :func:`official_text`), as the official
+numbers depend on them; ``official_rewrites=False`` turns them off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import yaml
+
+DATASETS = ("spider", "sparc", "cosql", "bird", "logiccat")
+
+
+class DatasetError(Exception):
+    """Bad input to an importer: the message names the file and the fix."""
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        super().__init__(message + (f"; fix: {fix}" if fix else ""))
+        self.message = message
+        self.fix = fix
+
+
+# --------------------------------------------------------------------------- official reading rules
+_CURDATE_YEAR = re.compile(r"YEAR\s*\(\s*CURDATE\s*\(\s*\)\s*\)\s*", re.IGNORECASE)  # official quirk, reproduced
+
+
+def official_text(sql: str, *, prediction: bool) -> str:
+    """The text test-suite-sql-eval executes and parses for a gold or a prediction line.
+
+    ``replace("value", "1")`` on a prediction; ``"> ="``/``"< ="``/``"! ="`` joined; ``YEAR(CURDATE())``
+    replaced by 2020. These are quirks of that script's input handling, reproduced on purpose.
+    """
+    if prediction:
+        sql = sql.replace("value", "1")
+    sql = sql.replace("> =", ">=").replace("< =", "<=").replace("! =", "!=")
+    return _CURDATE_YEAR.sub("2020", sql)
+
+
+def read_interactions(path: Path, *, keep_unclosed_last: bool = True) -> list[list[list[str]]]:
+    """The official reading: each non-blank line stripped and split on TAB; a blank line ends an interaction.
+
+    A last interaction that no blank line closes is kept (test-suite-sql-eval) unless ``keep_unclosed_last``
+    is False (the old SParC script dropped it).
+    """
+    interactions: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    for line in _read_text(path).splitlines(keepends=True):
+        if not line.strip():
+            interactions.append(current)
+            current = []
+        else:
+            current.append(line.strip().split("\t"))
+    if current and keep_unclosed_last:
+        interactions.append(current)
+    return interactions
+
+
+def read_prediction_lines(path: Path) -> list[list[str | None]]:
+    """Predictions per interaction: ``l.strip().split('\\t')[0]`` for each line."""
+    return [[fields[0] for fields in turns] for turns in read_interactions(path)]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DatasetError(f"file not found: {path}", "check the path") from None
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+
+
+# --------------------------------------------------------------------------- the dataset model
+@dataclass
+class Item:
+    """One question (or one turn) of a dataset."""
+
+    id: str  # the case id, or the interaction id for a turn
+    db_id: str
+    gold: str
+    question: str | None = None
+    turn: int | None = None  # 1-based turn of an interaction
+    evidence: str | None = None
+    difficulty: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.id}/{self.turn}" if self.turn is not None else self.id
+
+
+@dataclass
+class Dataset:
+    name: str
+    items: list[Item]
+    tables_json: Path | None = None  # Spider-style schema file with every db_id (the suite `schema:` key)
+    databases: dict[str, Path | None] = field(default_factory=dict)  # db_id -> file (None: not found)
+    expected_database: dict[str, Path] = field(default_factory=dict)  # db_id -> where it was looked for
+    suite_keys: dict[str, Any] = field(default_factory=dict)  # execution/exact_match/pass_if
+    description: str = ""
+    warnings: list[str] = field(default_factory=list)
+    schema_only: set[str] = field(default_factory=set)  # db_ids whose database has no rows at all
+
+
+@dataclass
+class ImportResult:
+    dataset: str
+    suites: list[Path]
+    cases: int
+    predictions_path: Path | None = None
+    predictions: int = 0
+    missing_predictions: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- readers
+def _find(src: Path, candidates: Sequence[str], what: str, fix: str) -> Path:
+    if src.is_file():
+        return src
+    for name in candidates:
+        if (src / name).is_file():
+            return src / name
+    raise DatasetError(f"no {what} in {src} (looked for {', '.join(candidates)})", fix)
+
+
+def _beside(src: Path, explicit: str | Path | None, names: Sequence[str]) -> Path | None:
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.exists():
+            raise DatasetError(f"not found: {path}", "check the path")
+        return path
+    base = src if src.is_dir() else src.parent
+    for name in names:
+        if (base / name).exists():
+            return base / name
+    return None
+
+
+def _spider_database_paths(db_ids: Iterable[str], directory: Path | None) -> tuple[dict, dict]:
+    found: dict[str, Path | None] = {}
+    expected: dict[str, Path] = {}
+    for db_id in db_ids:
+        if directory is None:
+            found[db_id] = None
+            continue
+        path = directory / db_id / f"{db_id}.sqlite"
+        expected[db_id] = path
+        found[db_id] = path if path.is_file() else None
+    return found, expected
+
+
+def read_spider(src: Path, *, tables: str | None = None, databases: str | None = None,
+                split: str = "dev", official_rewrites: bool = True) -> Dataset:
+    """Spider: ``SRC`` = the Spider folder (``<split>.json``, ``tables.json``, ``database/``), a questions
+    JSON file (``dev.json``), or a gold file in the official line format (``gold SQL \\t db_id``)."""
+    path = _find(src, (f"{split}.json", f"{split}_gold.sql"), "Spider questions",
+                 "give the Spider folder, its dev.json or dev_gold.sql")
+    items: list[Item] = []
+    if path.suffix == ".json":
+        data = _read_json(path)
+        if not isinstance(data, list) or not all(isinstance(e, dict) and "query" in e and "db_id" in e for e in data):
+            raise DatasetError(f"{path} is not a Spider questions file (a list of {{db_id, question, query}})",
+                               "give dev.json of the Spider release")
+        for index, entry in enumerate(data):
+            items.append(Item(f"q{index:04d}", entry["db_id"], _gold(entry["query"], official_rewrites),
+                              question=entry.get("question")))
+    else:
+        lines = [fields for turns in read_interactions(path) for fields in turns]
+        for index, fields in enumerate(lines):
+            if len(fields) < 2:
+                raise DatasetError(f"{path} line {index + 1}: expected `gold SQL<TAB>db_id`",
+                                   "give the official gold file (dev_gold.sql)")
+            items.append(Item(f"q{index:04d}", fields[1], _gold(fields[0], official_rewrites)))
+    tables_path = _beside(path, tables, ("tables.json",))
+    db_dir = _beside(path, databases, ("database",))
+    found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
+    return Dataset("spider", items, tables_json=tables_path, databases=found, expected_database=expected,
+                   suite_keys={"execution": "test-suite", "exact_match": "spider", "pass_if": "execution_match"},
+                   description=f"Spider ({path.name})")
+
+
+def _gold(sql: str, rewrites: bool) -> str:
+    sql = " ".join(sql.split()) if "\n" in sql or "\t" in sql else sql
+    return official_text(sql, prediction=False) if rewrites else sql
+
+
+def read_multiturn(kind: str, src: Path, *, tables: str | None = None, databases: str | None = None,
+                   split: str = "dev", official_rewrites: bool = True) -> Dataset:
+    """SParC / CoSQL: ``SRC`` = the release folder or its ``dev.json`` (``cosql_dev.json``), a list of
+    ``{database_id, interaction: [{utterance, query}]}``, or a gold file in the official line format
+    (``gold SQL \\t db_id`` per turn, a blank line after each interaction)."""
+    candidates = (f"{split}.json", f"cosql_{split}.json", f"sql_state_tracking/cosql_{split}.json", f"{split}_gold.txt")
+    path = _find(src, candidates, f"{kind} interactions", f"give the {kind} folder, its dev.json or a gold file")
+    items: list[Item] = []
+    if path.suffix == ".json":
+        data = _read_json(path)
+        if not isinstance(data, list) or not all(isinstance(e, dict) and "interaction" in e for e in data):
+            raise DatasetError(f"{path} is not a {kind} interactions file (a list of {{database_id, interaction}})",
+                               f"give dev.json of the {kind} release")
+        for number, entry in enumerate(data):
+            db_id = entry.get("database_id") or entry.get("db_id")
+            if not isinstance(db_id, str) or not isinstance(entry["interaction"], list) \
+                    or not all(isinstance(u, dict) and isinstance(u.get("query"), str) for u in entry["interaction"]):
+                raise DatasetError(f"{path}: interaction {number} needs `database_id` and turns with `query`",
+                                   f"give dev.json of the {kind} release")
+            for turn, utterance in enumerate(entry["interaction"], start=1):
+                items.append(Item(f"i{number:04d}", db_id, _gold(utterance["query"], official_rewrites),
+                                  question=utterance.get("utterance"), turn=turn))
+    else:
+        for number, turns in enumerate(read_interactions(path)):
+            for turn, fields in enumerate(turns, start=1):
+                if len(fields) < 2:
+                    raise DatasetError(f"{path}: turn {turn} of interaction {number} has no db_id",
+                                       "each line is `gold SQL<TAB>db_id`, a blank line after each interaction")
+                items.append(Item(f"i{number:04d}", fields[1], _gold(fields[0], official_rewrites), turn=turn))
+    tables_path = _beside(path, tables, ("tables.json",))
+    db_dir = _beside(path, databases, ("database",))
+    found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
+    return Dataset(kind, items, tables_json=tables_path, databases=found, expected_database=expected,
+                   # question match and interaction match are exact set match over turns (SParC, CoSQL papers)
+                   suite_keys={"execution": "test-suite", "exact_match": "spider", "pass_if": "exact_match"},
+                   description=f"{kind.upper() if kind == 'cosql' else 'SParC'} ({path.name})")
+
+
+BIRD_DIFFICULTIES = ("simple", "moderate", "challenging")
+
+
+def read_bird(src: Path, *, tables: str | None = None, databases: str | None = None, split: str = "dev",
+              official_rewrites: bool = True) -> Dataset:
+    """BIRD (dev or mini-dev): ``SRC`` = the folder or its questions JSON (``dev.json``,
+    ``mini_dev_sqlite.json``): ``{question_id, db_id, question, evidence, SQL, difficulty}``.
+    Databases: ``dev_databases/<db>/<db>.sqlite`` beside it (or ``--databases``)."""
+    path = _find(src, (f"mini_{split}_sqlite.json", f"{split}.json", f"mini_{split}.json"), "BIRD questions",
+                 "give the BIRD folder or its dev.json / mini_dev_sqlite.json")
+    data = _read_json(path)
+    if not isinstance(data, list) or not all(isinstance(e, dict) and "SQL" in e and "db_id" in e for e in data):
+        raise DatasetError(f"{path} is not a BIRD questions file (a list of {{question_id, db_id, question, SQL}})",
+                           "give dev.json or mini_dev_sqlite.json of the BIRD release")
+    items = []
+    seen: set[str] = set()
+    for index, entry in enumerate(data):
+        qid = entry.get("question_id", index)
+        case_id = f"q{qid}"
+        if case_id in seen:
+            case_id = f"q{qid}_{index}"
+        seen.add(case_id)
+        difficulty = entry.get("difficulty")
+        if difficulty is not None and difficulty not in BIRD_DIFFICULTIES:
+            raise DatasetError(f"{path}: question {qid} has difficulty {difficulty!r}",
+                               f"BIRD difficulties are {', '.join(BIRD_DIFFICULTIES)}")
+        items.append(Item(case_id, entry["db_id"], " ".join(str(entry["SQL"]).split()),
+                          question=entry.get("question"), evidence=entry.get("evidence") or None,
+                          difficulty=difficulty, metadata={"question_id": qid}))
+    tables_path = _beside(path, tables, ("dev_tables.json", "tables.json", f"{split}_tables.json"))
+    db_dir = _beside(path, databases, ("dev_databases", "databases"))
+    if db_dir is None:
+        db_dir = (path.parent / "dev_databases")
+    found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
+    return Dataset("bird", items, tables_json=tables_path, databases=found, expected_database=expected,
+                   suite_keys={"execution": "bird", "pass_if": "execution_match"},
+                   description=f"BIRD ({path.name})")
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def resolve_database_files(db_ids: Iterable[str], directory: Path) -> dict[str, Path | None]:
+    """db_id -> database file, matching names case- and separator-insensitively (LogicCat's ``AirCraft`` is
+    ``aircraft.db``, ``waterPump`` is ``water pump.db``, ``electric_scooter`` is ``electric scooter.db``)."""
+    files = sorted(p for p in directory.iterdir() if p.suffix.lower() in (".db", ".sqlite", ".sqlite3"))
+    by_name: dict[str, list[Path]] = {}
+    for file in files:
+        by_name.setdefault(_normalised(file.stem), []).append(file)
+    resolved: dict[str, Path | None] = {}
+    for db_id in db_ids:
+        exact = [f for f in files if f.stem == db_id]
+        matches = exact or by_name.get(_normalised(db_id), [])
+        if len(matches) > 1:
+            raise DatasetError(f"db_id {db_id!r} matches several files in {directory}: "
+                               f"{', '.join(m.name for m in matches)}", "remove or rename the extra file")
+        resolved[db_id] = matches[0] if matches else None
+    return resolved
+
+
+def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None = None, split: str = "dev",
+                  official_rewrites: bool = True) -> Dataset:
+    """LogicCat: ``SRC`` = the folder (``miniset/sqlite_mini_500.json`` with questions, else ``data.sql``), a
+    questions JSON (``{db_id, type, idx, question, query, step}``) or a gold file ``SQL \\t db_id \\t type``.
+    Databases: ``sqlite_database/`` beside it (or ``--databases``); file names are matched to db_ids."""
+    path = _find(src, ("miniset/sqlite_mini_500.json", "data.json", "data.sql"), "LogicCat questions",
+                 "give the LogicCat folder, a questions JSON or data.sql")
+    items: list[Item] = []
+    if path.suffix == ".json":
+        data = _read_json(path)
+        if not isinstance(data, list) or not all(isinstance(e, dict) and "query" in e and "db_id" in e for e in data):
+            raise DatasetError(f"{path} is not a LogicCat questions file (a list of {{db_id, question, query, type}})")
+        idx = [e.get("idx") for e in data]
+        unique = all(isinstance(i, int) and not isinstance(i, bool) for i in idx) and len(set(idx)) == len(idx)
+        for index, entry in enumerate(data):
+            kind = str(entry.get("type", "")).strip()
+            metadata = {"type": kind}
+            if entry.get("step"):
+                metadata["reasoning"] = entry["step"]
+            items.append(Item(f"q{entry['idx'] if unique else index:04d}", entry["db_id"],
+                              " ".join(str(entry["query"]).split()), question=entry.get("question"),
+                              tags=(f"type_{kind}",) if kind.isalnum() else (), metadata=metadata))
+    else:
+        lines = [fields for turns in read_interactions(path) for fields in turns]
+        for index, fields in enumerate(lines):
+            if len(fields) < 2:
+                raise DatasetError(f"{path} line {index + 1}: expected `SQL<TAB>db_id<TAB>type`")
+            kind = fields[2].strip() if len(fields) > 2 else ""
+            items.append(Item(f"q{index:04d}", fields[1], fields[0], tags=(f"type_{kind}",) if kind.isalnum() else (),
+                              metadata={"type": kind} if kind else {}))
+    base = path.parent.parent if path.parent.name == "miniset" else path.parent
+    db_dir = Path(databases) if databases else next((base / n for n in ("sqlite_database", "Sqlite/database", "database")
+                                                     if (base / n).is_dir()), None)
+    if db_dir is None or not db_dir.is_dir():
+        raise DatasetError(f"no LogicCat database folder beside {path}", "pass --databases DIR (Sqlite/database)")
+    db_ids = list(OrderedDict.fromkeys(i.db_id for i in items))
+    found = resolve_database_files(db_ids, db_dir)
+    expected = {db: db_dir / f"{db}.db" for db in db_ids}
+    tables_path = _beside(path if path.parent.name != "miniset" else path.parent, tables, ("table.json", "tables.json"))
+    dataset = Dataset("logiccat", items, tables_json=None, databases=found, expected_database=expected,
+                      suite_keys={"execution": "logiccat", "pass_if": "execution_match"},
+                      description=f"LogicCat ({path.name})")
+    for db_id, file in found.items():
+        if file is not None and db_id != file.stem:
+            dataset.warnings.append(f"resolved LogicCat db_id {db_id!r} to the file {file.name!r}")
+    del tables_path  # LogicCat's table.json has no *_original names; the schema is read from the database
+    return dataset
+
+
+READERS = {"spider": read_spider, "sparc": lambda *a, **k: read_multiturn("sparc", *a, **k),
+           "cosql": lambda *a, **k: read_multiturn("cosql", *a, **k), "bird": read_bird, "logiccat": read_logiccat}
+
+
+# --------------------------------------------------------------------------- predictions
+def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = True) -> tuple[dict[str, str | None], list[str]]:
+    """case id -> predicted SQL, from the official formats; and warnings (counts that do not line up)."""
+    warnings: list[str] = []
+    rewrite = official_rewrites and dataset.name in ("spider", "sparc", "cosql")
+    predicted: dict[str, str | None] = {}
+    if path.suffix == ".json":
+        data = _read_json(path)
+        if not isinstance(data, dict):
+            raise DatasetError(f"{path}: a JSON predictions file is a mapping {{index: \"SQL\\t----- bird -----\\tdb_id\"}}",
+                               "give the official BIRD predict_*.json, or a text file with one SQL per line")
+        for key, value in data.items():
+            try:
+                index = int(key)
+            except ValueError:
+                raise DatasetError(f"{path}: key {key!r} is not a question index", "keys are 0, 1, 2, ...") from None
+            if not 0 <= index < len(dataset.items):
+                raise DatasetError(f"{path}: index {index} is outside the {len(dataset.items)} questions")
+            sql = str(value).split("\t----- bird -----\t")[0] if value is not None else None
+            predicted[dataset.items[index].case_id] = sql
+    else:
+        lines = read_prediction_lines(path)
+        if any(item.turn is not None for item in dataset.items):  # interactions pair with interactions
+            groups: OrderedDict[str, list[Item]] = OrderedDict()
+            for item in dataset.items:
+                groups.setdefault(item.id, []).append(item)
+            for turns, preds in zip(groups.values(), lines):
+                for item, sql in zip(turns, preds):
+                    predicted[item.case_id] = sql
+            if len(lines) != len(groups):
+                warnings.append(f"{path} has {len(lines)} interactions for {len(groups)} in the gold")
+        else:
+            flat = [sql for turns in lines for sql in turns]
+            for item, sql in zip(dataset.items, flat):
+                predicted[item.case_id] = sql
+            if len(flat) != len(dataset.items):
+                warnings.append(f"{path} has {len(flat)} predictions for {len(dataset.items)} questions")
+    if rewrite:
+        predicted = {k: official_text(v, prediction=True) if v is not None else None for k, v in predicted.items()}
+    return predicted, warnings
+
+
+# --------------------------------------------------------------------------- writing
+def _relative(target: Path, start: Path) -> str:
+    """A path relative to the suite folder when both share a folder below the root, else absolute."""
+    target, start = target.resolve(), start.resolve()
+    if os.path.commonpath([target, start]) == os.path.sep:
+        return str(target)
+    return os.path.relpath(target, start)
+
+
+def _schema_only(path: Path) -> bool:
+    """True when every table of the SQLite file is empty (the database has a schema but no rows)."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+        return bool(names) and all(
+            conn.execute(f'SELECT 1 FROM "{n.replace(chr(34), chr(34) * 2)}" LIMIT 1').fetchone() is None for n in names)
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _file_name(db_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", db_id)
+
+
+def suite_documents(dataset: Dataset, out: Path) -> dict[str, dict]:
+    """file name -> suite document, one per database, cases in dataset order."""
+    by_db: OrderedDict[str, list[Item]] = OrderedDict()
+    for item in dataset.items:
+        by_db.setdefault(item.db_id, []).append(item)
+    known_ids = _tables_db_ids(dataset.tables_json) if dataset.tables_json else set()
+    documents: dict[str, dict] = {}
+    for db_id, items in by_db.items():
+        document: dict[str, Any] = {"suite": db_id}
+        notes = [f"{dataset.description}, database {db_id}; imported by `sqleval import {dataset.name}`."]
+        database = dataset.databases.get(db_id)
+        tags: tuple[str, ...] = ()
+        suite_keys = dict(dataset.suite_keys)
+        if database is not None:
+            document["database"] = _relative(database, out)
+            if _schema_only(database):
+                dataset.schema_only.add(db_id)
+                tags = ("schema_only",)
+                notes.append("This database is schema-only (every table is empty): gold results are empty and "
+                             "execution matches are vacuous; `--sqleval-check-gold` lists them.")
+        elif db_id in known_ids and dataset.name in ("spider", "sparc", "cosql"):
+            notes.append("The database file is not here: only exact match is scored.")
+            suite_keys["pass_if"] = "exact_match"
+        elif db_id in dataset.expected_database:
+            # BIRD, LogicCat: reference where the database belongs, so the suite fails with a clear
+            # "database file not found" naming that path until the file is put there.
+            document["database"] = _relative(dataset.expected_database[db_id], out)
+            notes.append(f"The database file is missing: put it at {dataset.expected_database[db_id]}.")
+        if dataset.tables_json is not None and db_id in known_ids:
+            document["schema"] = {"tables": _relative(dataset.tables_json, out), "db_id": db_id}
+        if "database" not in document and "schema" not in document:
+            raise DatasetError(f"database {db_id!r}: no database file and no schema in a tables.json",
+                               "pass --databases DIR or --tables tables.json")
+        document["description"] = " ".join(notes)
+        document.update(suite_keys)
+        document["cases"] = _cases(items, tags)
+        documents[f"{_file_name(db_id)}.sqleval.yaml"] = document
+    return documents
+
+
+def _tables_db_ids(path: Path) -> set[str]:
+    data = _read_json(path)
+    if not isinstance(data, list):
+        raise DatasetError(f"{path} is not a Spider-style tables.json (a list of databases)")
+    return {str(e.get("db_id")) for e in data if isinstance(e, dict)}
+
+
+def _cases(items: list[Item], tags: tuple[str, ...]) -> list[dict]:
+    cases: list[dict] = []
+    interactions: dict[str, dict] = {}
+    for item in items:
+        body: dict[str, Any] = {}
+        if item.question is not None:
+            body["question"] = item.question
+        if item.evidence:
+            body["evidence"] = item.evidence
+        body["gold"] = item.gold
+        if item.turn is not None:
+            if item.id not in interactions:
+                interactions[item.id] = {"id": item.id, **({"tags": list(tags)} if tags else {}), "interaction": []}
+                cases.append(interactions[item.id])
+            interactions[item.id]["interaction"].append(body)
+            continue
+        case: dict[str, Any] = {"id": item.id, **body}
+        if item.difficulty:
+            case["difficulty"] = item.difficulty
+        all_tags = list(dict.fromkeys((*item.tags, *tags)))
+        if all_tags:
+            case["tags"] = all_tags
+        if item.metadata:
+            case["metadata"] = item.metadata
+        cases.append(case)
+    return cases
+
+
+def _case_ids(document: dict) -> list[str]:
+    ids = []
+    for case in document["cases"]:
+        if "interaction" in case:
+            ids.extend(f"{case['id']}/{n}" for n in range(1, len(case["interaction"]) + 1))
+        else:
+            ids.append(case["id"])
+    return ids
+
+
+def _write_predictions(path: Path, ids: Sequence[str], predicted: dict[str, str | None]) -> None:
+    """``{"id": ..., "sql": ...}`` per case; ``"sql": null`` where the file had no line for it (no prediction)."""
+    with path.open("w", encoding="utf-8") as handle:
+        for case_id in ids:
+            handle.write(json.dumps({"id": case_id, "sql": predicted.get(case_id)}, ensure_ascii=False) + "\n")
+
+
+def dump_yaml(document: Any) -> str:
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1 << 20)
+
+
+def import_dataset(kind: str, src: str | Path, out: str | Path, *, predictions: str | Path | None = None,
+                   tables: str | None = None, databases: str | None = None, split: str = "dev",
+                   official_rewrites: bool = True) -> ImportResult:
+    """Read ``src``, write one suite per database into ``out`` (and ``predictions.jsonl``)."""
+    if kind not in READERS:
+        raise DatasetError(f"unknown dataset {kind!r}", f"use one of {', '.join(DATASETS)}")
+    src, out = Path(src), Path(out)
+    if not src.exists():
+        raise DatasetError(f"{src} does not exist", f"give the {kind} folder or file")
+    dataset = READERS[kind](src, tables=tables, databases=databases, split=split, official_rewrites=official_rewrites)
+    if not dataset.items:
+        raise DatasetError(f"{src} holds no questions")
+    out.mkdir(parents=True, exist_ok=True)
+    documents = suite_documents(dataset, out)
+    predicted: dict[str, str | None] | None = None
+    if predictions is not None:
+        predicted, warnings = read_predictions(dataset, Path(predictions), official_rewrites=official_rewrites)
+        dataset.warnings.extend(warnings)
+        (out / "predictions").mkdir(exist_ok=True)
+        for name, document in documents.items():  # each suite reads its own file (`predictions:`)
+            stem = name[: -len(".sqleval.yaml")]
+            ids = _case_ids(document)
+            _write_predictions(out / "predictions" / f"{stem}.jsonl", ids, predicted)
+            document["predictions"] = f"predictions/{stem}.jsonl"
+    written = []
+    for name, document in documents.items():
+        target = out / name
+        target.write_text(dump_yaml(document), encoding="utf-8")
+        written.append(target)
+    result = ImportResult(kind, written, len(dataset.items), warnings=list(dataset.warnings))
+    missing = [db for db, path in dataset.databases.items() if path is None]
+    if missing and not dataset.expected_database:
+        result.warnings.append("no database folder: the suites score exact match only "
+                               "(pass --databases DIR to execute the queries too)")
+    elif missing:
+        where = sorted({str(dataset.expected_database[d].parent.parent if kind != 'logiccat' else dataset.expected_database[d].parent)
+                        for d in missing if d in dataset.expected_database})
+        result.warnings.append(f"{len(missing)} of {len(dataset.databases)} databases not found "
+                               f"({', '.join(missing[:8])}{', ...' if len(missing) > 8 else ''})"
+                               + (f" under {', '.join(where)}" if where else ""))
+    if dataset.schema_only:
+        result.warnings.append(f"{len(dataset.schema_only)} of {len(dataset.databases)} databases are schema-only "
+                               f"(no rows): {', '.join(sorted(dataset.schema_only)[:8])}"
+                               f"{', ...' if len(dataset.schema_only) > 8 else ''}; their suites are tagged schema_only")
+    if predicted is not None:
+        target = out / "predictions.jsonl"  # all suites at once: --sqleval-predictions (e.g. another system's)
+        _write_predictions(target, [item.case_id for item in dataset.items], predicted)
+        result.predictions_path = target
+        result.predictions = sum(1 for i in dataset.items if predicted.get(i.case_id) is not None)
+        result.missing_predictions = len(dataset.items) - result.predictions
+    return result

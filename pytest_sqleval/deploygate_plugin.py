@@ -1,0 +1,201 @@
+"""pytest glue of the deploy gate: baseline comparison, baseline gates, the overall figure, run
+metadata and sharding (registered through ``pytest_plugins`` in plugin.py).
+
+The core session plugin builds the report dict and calls :func:`extend_report`; this module adds
+``run`` metadata, ``overall``, ``baseline`` and ``gates`` (deploygate.py decides, the same code
+the ``sqleval`` console command uses), and the core bumps ``session.testsfailed`` when a gate
+fails (the pytest-cov way: nothing is raised from a summary hook). Identical serial and ``-n 2``:
+everything is computed on the controller from the sorted records.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .deploygate import GateOptions
+
+DEPLOY_KEY = pytest.StashKey["DeployState"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sqleval")
+    group.addoption("--sqleval-baseline", metavar="PATH", default=None,
+                    help="compare with a baseline sqleval-report/1 JSON (the deployed model's run), case by case.")
+    group.addoption("--sqleval-max-regressed", metavar="N", default=None,
+                    help="fail when more than N cases that passed in the baseline are missed now.")
+    group.addoption("--sqleval-fail-under-baseline", metavar="METRIC[=TOLERANCE]", action="append", default=None,
+                    help="fail when METRIC dropped by more than TOLERANCE (default 0) vs the baseline and the drop is "
+                         "significant at --sqleval-alpha; METRIC is per suite, overall:METRIC or SUITE:METRIC (repeatable).")
+    group.addoption("--sqleval-alpha", metavar="A", default=None,
+                    help="significance level of the baseline gates (default 0.05).")
+    group.addoption("--sqleval-shard", metavar="K/N", default=None,
+                    help="run shard K of N (deterministic by suite and case id; interactions stay together).")
+    parser.addini("sqleval_baseline", help="default for --sqleval-baseline.")
+    parser.addini("sqleval_max_regressed", help="default for --sqleval-max-regressed.")
+    parser.addini("sqleval_fail_under_baseline", type="linelist", help="METRIC[=TOLERANCE] lines (--sqleval-fail-under-baseline).")
+    parser.addini("sqleval_alpha", help="default for --sqleval-alpha (0.05).")
+
+
+@dataclass
+class DeployState:
+    options: GateOptions
+    shard: tuple[int, int] | None
+    started: float
+    baseline: dict[str, Any] | None = None
+    report: dict[str, Any] | None = None
+
+
+def _ini(config: pytest.Config, name: str):
+    value = config.getini(name)
+    return value if value not in ("", None, []) else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    from .plugin import STATE_KEY
+
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    from .deploygate import GateOptionError, GateOptions, parse_alpha, parse_baseline_rule
+    from .gate import OVERALL_PREFIX, merge
+    from .shard import ShardError, parse_shard
+
+    option = config.option
+    try:
+        shard = parse_shard(option.sqleval_shard) if option.sqleval_shard else None
+    except ShardError as exc:
+        raise pytest.UsageError(f"--sqleval-shard: {exc}") from None
+    try:
+        rules = [parse_baseline_rule(t) for t in option.sqleval_fail_under_baseline or ()]
+        if option.sqleval_fail_under_baseline is None:
+            rules = [parse_baseline_rule(t) for t in _ini(config, "sqleval_fail_under_baseline") or ()]
+        alpha_text = option.sqleval_alpha or _ini(config, "sqleval_alpha")
+        alpha = parse_alpha(alpha_text) if alpha_text is not None else 0.05
+        max_text = option.sqleval_max_regressed or _ini(config, "sqleval_max_regressed")
+        max_regressed = _count(max_text) if max_text is not None else None
+    except GateOptionError as exc:
+        raise pytest.UsageError(f"sqleval baseline gate: {exc}") from None
+    baseline_path = option.sqleval_baseline or _ini(config, "sqleval_baseline")
+    settings = state.settings
+    overall = merge([t for t in settings.cli_thresholds if t.metric.startswith(OVERALL_PREFIX)],
+                    [t for t in settings.ini_thresholds if t.metric.startswith(OVERALL_PREFIX)])
+    options = GateOptions(overall_thresholds=tuple(overall), max_regressed=max_regressed,
+                          fail_under_baseline=tuple(rules), alpha=alpha,
+                          baseline=str(baseline_path) if baseline_path else None)
+    if options.needs_baseline and baseline_path is None:
+        raise pytest.UsageError("--sqleval-max-regressed and --sqleval-fail-under-baseline compare with a baseline: "
+                                "pass --sqleval-baseline PATH (the deployed model's --sqleval-json report)")
+    deploy = DeployState(options=options, shard=shard, started=time.time())
+    if baseline_path is not None and not hasattr(config, "workerinput"):
+        from .baseline import ReportError, load_report
+
+        try:
+            deploy.baseline = load_report(baseline_path, role="baseline")
+        except ReportError as exc:
+            raise pytest.UsageError(f"--sqleval-baseline {exc}") from None
+    config.stash[DEPLOY_KEY] = deploy
+
+
+def _count(text: Any) -> int:
+    from .deploygate import GateOptionError
+
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise GateOptionError(f"--sqleval-max-regressed expects a whole number of cases, not {text!r}") from None
+    if value < 0:
+        raise GateOptionError(f"--sqleval-max-regressed cannot be negative ({value})")
+    return value
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    deploy = config.stash.get(DEPLOY_KEY, None)
+    if deploy is None or deploy.shard is None or not items:
+        return
+    from .shard import item_unit, split
+
+    k, n = deploy.shard
+    kept, dropped = split(items, item_unit, k, n)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    deploy = config.stash.get(DEPLOY_KEY, None)
+    if deploy is None:
+        return None
+    lines = []
+    if deploy.shard is not None:
+        lines.append(f"sqleval: shard {deploy.shard[0]}/{deploy.shard[1]}")
+    if deploy.options.baseline:
+        lines.append(f"sqleval: baseline {deploy.options.baseline} (alpha {deploy.options.alpha:g})")
+    return lines or None
+
+
+def score_options(state) -> dict[str, Any]:
+    """The run options that affect scores (recorded in the report, compared with the baseline's)."""
+    from .suite import hide_password
+
+    s = state.settings
+    return {
+        "timeout": s.timeout,
+        "max_rows": s.max_rows,
+        "strict": s.strict,
+        "predictions": str(s.predictions) if s.predictions else None,
+        "database_url": hide_password(s.database_url) if s.database_url else None,
+    }
+
+
+def extend_report(config: pytest.Config, state, report: dict[str, Any]) -> dict[str, Any]:
+    """Called by the core with the report dict (suites, cases, run): adds run metadata, overall, baseline, gates."""
+    from pathlib import Path
+
+    from .deploygate import complete_report
+    from .runmeta import run_block
+
+    deploy = config.stash.get(DEPLOY_KEY, None)
+    if deploy is None:  # pragma: no cover - the core only calls this when sqleval is active
+        return report
+    options = score_options(state)
+    options["thresholds"] = [f"{t.metric}={t.value:g}" for t in (*state.settings.cli_thresholds, *state.settings.ini_thresholds)]
+    options["gates"] = deploy.options.as_json()
+    shard = f"{deploy.shard[0]}/{deploy.shard[1]}" if deploy.shard else None
+    report["run"] = run_block(rootdir=Path(config.rootpath), started=deploy.started, finished=time.time(),
+                              suites=state.suites.values(), predictions=state.settings.predictions,
+                              options=options, shard=shard, base=report.get("run"))
+    complete_report(report, deploy.options, baseline=deploy.baseline, baseline_path=deploy.options.baseline)
+    deploy.report = report
+    return report
+
+
+def gate_failed(config: pytest.Config, state) -> bool:
+    """Whether a gate fails the run. Under --sqleval-shard the gates are reported but never decide: a shard's
+    aggregates are partial, so `sqleval merge` + `sqleval gate` on all shards decide."""
+    from .deploygate import gates_passed
+
+    deploy = config.stash.get(DEPLOY_KEY, None)
+    if deploy is not None and deploy.shard is not None:
+        return False
+    return any(not s.passed for s in state.summaries) or not gates_passed(state.report)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    deploy = config.stash.get(DEPLOY_KEY, None)
+    if deploy is None or deploy.report is None:
+        return
+    from .report.terminal import write_deploy_gate
+
+    write_deploy_gate(terminalreporter, deploy.report)
+    if deploy.shard is not None:
+        terminalreporter.write_line(f"sqleval: shard {deploy.shard[0]}/{deploy.shard[1]}: the gates above are this "
+                                    "shard's alone and do not set the exit status; merge the shards' reports with "
+                                    "`sqleval merge` and gate them with `sqleval gate`", yellow=True)

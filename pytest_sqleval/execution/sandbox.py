@@ -1,0 +1,316 @@
+"""Limits enforced from outside the query: every query runs in a killable process.
+
+One pytest process (the serial run, or each xdist worker) keeps one *query
+process* (:mod:`~pytest_sqleval.execution.sandbox_worker`), forked from a
+*zygote* that imported everything once, so a new one starts in milliseconds.
+A query is sent to it with its limits; the answer is a result or an error kind.
+Three limits hold whatever the query does:
+
+- **time**: the engine's own interrupt fires at the timeout (SQLite progress
+  handler, DuckDB ``interrupt()``, PostgreSQL ``statement_timeout``); a query
+  that never yields to it (one long SQLite function call, a PostgreSQL LIKE
+  over huge constants) is stopped by this process's wall clock, which kills the
+  query process at ``timeout + KILL_GRACE`` seconds. The guard's own parsing
+  runs inside the same budget.
+- **memory**: the query process caps its data memory (``RLIMIT_DATA``) at its
+  size after start-up plus ``max_memory`` (default 2 GiB); DuckDB's
+  ``memory_limit`` is half of that, with two threads and no spilling. Going over
+  is a miss of kind ``memory``.
+- **survival**: a crash of the query process (a driver bug, the kernel's OOM
+  killer) is that one query's error; the next query starts a fresh process.
+
+Killing costs one fork of the zygote (milliseconds), paid only after a query
+was killed. A query that ends normally costs one round trip on a local socket
+(tens of microseconds; see ``benchmarks/bench_sandbox.py``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatabaseError, QueryError
+from ..results import QueryResult
+from .sandbox_worker import HEADER, read_message, write_message
+
+#: Seconds past the timeout before the query process is killed.
+KILL_GRACE = 0.5
+
+#: Seconds a new query process may take to start (imports on a loaded machine).
+START_TIMEOUT = 60.0
+
+#: Default memory cap of a query (bytes).
+DEFAULT_MAX_MEMORY = 2 * 2**30
+
+
+class _Zygote:
+    """The process that forks query processes (see :func:`.sandbox_worker.zygote`)."""
+
+    def __init__(self) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        env.pop("PYTEST_XDIST_WORKER", None)
+        env.setdefault("MALLOC_ARENA_MAX", "2")  # few malloc arenas: memory stays within the cap's accounting
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", "pytest_sqleval.execution.sandbox_worker", str(theirs.fileno())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                pass_fds=(theirs.fileno(),), start_new_session=True,
+            )
+        except OSError as exc:
+            ours.close()
+            raise DatabaseError(f"the query process did not start ({exc})") from None
+        finally:
+            theirs.close()
+        self.control = ours
+        self.ready = False
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def fork(self, max_memory: int | None) -> _QueryProcess:
+        """A new query process, forked in milliseconds (waits for the zygote's imports the first time)."""
+        try:
+            if not self.ready:
+                _read_exactly(self.control.fileno(), HEADER.size, time.monotonic() + START_TIMEOUT)
+                self.ready = True
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                socket.send_fds(self.control, [pickle.dumps(max_memory)], [theirs.fileno()])
+            finally:
+                theirs.close()
+            (pid,) = HEADER.unpack(_read_exactly(self.control.fileno(), HEADER.size, time.monotonic() + START_TIMEOUT))
+        except (OSError, EOFError, TimeoutError) as exc:
+            self.close()
+            raise DatabaseError(f"the query process did not start ({type(exc).__name__}: {exc})") from None
+        return _QueryProcess(pid, ours, max_memory)
+
+    def close(self) -> None:
+        try:
+            self.control.close()  # the zygote exits on end of input; its query processes die with it
+        except OSError:
+            pass
+        try:
+            self.popen.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(timeout=5)
+
+
+class _QueryProcess:
+    def __init__(self, pid: int, channel: socket.socket, max_memory: int | None) -> None:
+        self.pid = pid
+        self.channel = channel
+        self.writer = channel.makefile("wb")
+        self.max_memory = max_memory
+        self.ready = False
+        self.dead = False
+
+    def kill(self) -> None:
+        self.dead = True
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.close()
+
+    def close(self) -> None:
+        for closable in (self.writer, self.channel):
+            try:
+                closable.close()
+            except OSError:
+                pass
+
+
+class QuerySandbox:
+    """A zygote and its current query process, replaced when it is killed or dies. Thread-safe:
+    one query at a time."""
+
+    def __init__(self) -> None:
+        self._zygote: _Zygote | None = None
+        self._current: _QueryProcess | None = None
+        self._lock = threading.Lock()
+        self.kills = 0
+        self.starts = 0
+
+    @property
+    def pid(self) -> int | None:
+        """The current query process's pid (None before the first query)."""
+        return self._current.pid if self._current is not None else None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
+        """Start the zygote now: its imports then cost no case any time."""
+        with self._lock:
+            self._zygote_alive()
+
+    def _zygote_alive(self) -> _Zygote:
+        if self._zygote is None or not self._zygote.alive():
+            self._zygote = _Zygote()
+        return self._zygote
+
+    def _ensure(self, max_memory: int | None) -> _QueryProcess:
+        """The ready query process for ``max_memory``; a start that fails is retried once with a new zygote."""
+        try:
+            return self._ensure_once(max_memory)
+        except DatabaseError:
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
+            return self._ensure_once(max_memory)
+
+    def _ensure_once(self, max_memory: int | None) -> _QueryProcess:
+        current = self._current
+        if current is not None and current.ready and _hung_up(current):
+            current.kill()  # it died between two queries: replace it before sending anything
+        if current is None or current.dead or current.max_memory != max_memory:
+            if current is not None:
+                current.kill()
+            self._current = None
+            self._current = current = self._zygote_alive().fork(max_memory)
+            self.starts += 1
+        if not current.ready:
+            try:
+                answer = _receive(current, time.monotonic() + START_TIMEOUT)
+            except (OSError, EOFError, TimeoutError) as exc:
+                current.kill()
+                self._current = None
+                raise DatabaseError(f"the query process did not start ({type(exc).__name__}: {exc})") from None
+            if not (isinstance(answer, tuple) and answer and answer[0] == "ready"):
+                current.kill()
+                self._current = None
+                raise DatabaseError(f"the query process did not start (it answered {answer!r})")
+            current.ready = True
+        return current
+
+    def close(self) -> None:
+        with self._lock:
+            if self._current is not None:
+                self._current.kill()
+                self._current = None
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
+
+    # -- one query ----------------------------------------------------------------
+    def run(self, target: tuple, sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
+            rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
+            max_memory: int | None = DEFAULT_MAX_MEMORY) -> QueryResult:
+        request = {
+            "target": target, "sql": sql, "timeout": timeout, "max_rows": max_rows, "untrusted": untrusted,
+            "dialect": dialect, "rewrite": rewrite, "allow_functions": frozenset(allow_functions), "role": role,
+            "max_memory": max_memory,
+        }
+        with self._lock:
+            process = self._ensure(max_memory)
+            deadline = time.monotonic() + timeout + KILL_GRACE
+            try:
+                write_message(process.writer, request)
+                answer = _receive(process, deadline)
+            except TimeoutError:
+                self._replace(process)
+                self.kills += 1
+                raise QueryError("timeout", _timeout_message(timeout, killed=True)) from None
+            except (EOFError, OSError):
+                self._replace(process)
+                raise QueryError("runtime", "the query process ended while running the query (it crashed or was "
+                                            "killed by the system); the query is scored as failed") from None
+        return _result(answer)
+
+    def _replace(self, process: _QueryProcess) -> None:
+        """Kill ``process`` and fork its successor at once (forking takes milliseconds)."""
+        process.kill()
+        self._current = None
+        try:
+            self._current = self._zygote_alive().fork(process.max_memory)
+            self.starts += 1
+        except DatabaseError:
+            self._current = None
+
+
+def _hung_up(process: _QueryProcess) -> bool:
+    """An idle query process has nothing to say: a readable channel means it has ended."""
+    try:
+        readable, _, _ = select.select([process.channel.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+def _receive(process: _QueryProcess, deadline: float) -> Any:
+    fd = process.channel.fileno()
+    (size,) = HEADER.unpack(_read_exactly(fd, HEADER.size, deadline))
+    return pickle.loads(_read_exactly(fd, size, deadline))
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
+    chunks = []
+    remaining = size
+    while remaining:
+        wait = deadline - time.monotonic()
+        if wait <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([fd], [], [], wait)
+        if not ready:
+            raise TimeoutError
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _timeout_message(timeout: float, *, killed: bool = False) -> str:
+    how = "stopped (the query did not yield, so its process was killed)" if killed else "interrupted"
+    return f"{how} after {timeout:g} s (raise it with --sqleval-timeout or the suite's `timeout:`)"
+
+
+def _result(answer: Any) -> QueryResult:
+    status = answer[0]
+    if status == "ok":
+        columns, rows = answer[1]
+        return QueryResult(columns=tuple(columns), rows=rows)
+    if status == "database":
+        raise DatabaseError(answer[1])
+    raise QueryError(answer[1], answer[2])
+
+
+# --------------------------------------------------------------------------- the process's sandbox
+_sandbox: QuerySandbox | None = None
+_sandbox_lock = threading.Lock()
+
+
+def process_sandbox() -> QuerySandbox:
+    """The sandbox of this process (created on first use, closed at exit)."""
+    global _sandbox
+    with _sandbox_lock:
+        if _sandbox is None:
+            _sandbox = QuerySandbox()
+            atexit.register(close_process_sandbox)
+        return _sandbox
+
+
+def close_process_sandbox() -> None:
+    global _sandbox
+    with _sandbox_lock:
+        sandbox, _sandbox = _sandbox, None
+    if sandbox is not None:
+        sandbox.close()
+
+
+def sandbox_enabled() -> bool:
+    """``SQLEVAL_SANDBOX=0`` runs queries in this process (debugging only: no outside limits)."""
+    return os.environ.get("SQLEVAL_SANDBOX", "1").strip().lower() not in ("0", "off", "false", "no")

@@ -1,0 +1,240 @@
+"""The query processes: run queries for :mod:`pytest_sqleval.execution.sandbox`, under OS resource limits.
+
+``python -m pytest_sqleval.execution.sandbox_worker FD`` starts the *zygote* of one pytest process: it
+imports everything once and forks a query process for each request on the control socket FD. A query
+process reads length-prefixed pickled requests on its own socket and answers there, one at a time. It
+caps its own data memory (``RLIMIT_DATA``) before the first query and is killed by the kernel if its
+parent dies, so nothing it runs can outlive the run or take more than the memory cap. Everything a query can do wrong
+comes back as an answer (a result or a :class:`~pytest_sqleval.errors.QueryError` kind and message);
+only the parent's wall clock (a kill) or the kernel stops this process from outside.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import sys
+import time
+from typing import Any, BinaryIO
+
+HEADER = struct.Struct("!Q")
+
+
+def read_message(stream: BinaryIO) -> Any:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
+        raise EOFError
+    (size,) = HEADER.unpack(header)
+    payload = stream.read(size)
+    if len(payload) < size:
+        raise EOFError
+    return pickle.loads(payload)
+
+
+def write_message(stream: BinaryIO, message: Any) -> None:
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the process that started it exits (PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except Exception:  # noqa: BLE001 - best effort: the closed pipe also ends the loop
+        pass
+
+
+def _limit_memory(max_memory: int | None) -> None:
+    """Cap the process's data memory at what it uses now plus ``max_memory`` bytes.
+
+    ``RLIMIT_DATA`` (Linux >= 4.7) counts private writable memory: the heap, anonymous mappings, thread
+    stacks; unlike ``RLIMIT_AS`` it does not count address space reserved but never made writable (malloc
+    arenas, DuckDB's allocator), so the cap is on memory a query can really fill.
+    """
+    if not max_memory:
+        return
+    try:
+        import resource
+
+        limit = _data_size() + int(max_memory)
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (ImportError, ValueError, OSError):  # not Linux, or not allowed: the engines' own caps remain
+        pass
+
+
+def _data_size() -> int:
+    """This process's data size now (VmData), in bytes."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class Worker:
+    """Keeps one open engine per database target; runs one request at a time."""
+
+    def __init__(self) -> None:
+        self.engines: dict[Any, Any] = {}
+
+    def engine(self, target: tuple, max_memory: int | None):
+        key = (target, max_memory)
+        if key not in self.engines:
+            from .targets import open_target
+
+            self.engines[key] = open_target(target, max_memory=max_memory)
+        return self.engines[key]
+
+    def handle(self, request: dict[str, Any]) -> tuple:
+        from ..errors import DatabaseError, QueryError
+
+        started = time.monotonic()
+        try:
+            return ("ok", self._run(request, started))
+        except QueryError as exc:
+            return ("error", exc.kind, exc.message)
+        except DatabaseError as exc:
+            return ("database", str(exc))
+        except MemoryError:
+            return ("error", "memory", _memory_message(request))
+        except RecursionError:
+            return ("error", "rejected", "the query is nested too deeply to check")
+
+    def _run(self, request: dict[str, Any], started: float):
+        from ..errors import QueryError
+        from .runner import execute_inline, prepare_sql
+
+        sql = request["sql"]
+        if request["untrusted"] or request.get("rewrite"):
+            sql = prepare_sql(sql, request["dialect"], untrusted=request["untrusted"], rewrite=request.get("rewrite"),
+                              allow_functions=request.get("allow_functions") or frozenset())
+        remaining = request["timeout"] - (time.monotonic() - started)
+        if remaining <= 0:
+            raise QueryError("timeout", f"checking the query took longer than the timeout ({request['timeout']:g} s)")
+        engine = self.engine(request["target"], request.get("max_memory"))
+        result = execute_inline(engine, sql, timeout=remaining, max_rows=request["max_rows"],
+                                role=request.get("role"), timeout_label=request["timeout"])
+        return result.columns, _picklable_rows(result.rows)
+
+
+def _memory_message(request: dict[str, Any]) -> str:
+    cap = request.get("max_memory")
+    shown = f"{cap / 2**20:.0f} MiB" if cap else "the memory cap"
+    return f"the query needed more memory than {shown} (raise it with --sqleval-max-memory or the suite's `max_memory:`)"
+
+
+def _picklable_rows(rows: list) -> list:
+    try:
+        pickle.dumps(rows[:1])
+        return rows
+    except Exception:  # noqa: BLE001 - a driver type pickle cannot carry: send its text
+        return [tuple(v if _plain(v) else str(v) for v in row) for row in rows]
+
+
+def _plain(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def serve(stdin: BinaryIO, stdout: BinaryIO, max_memory: int | None) -> None:
+    """Answer requests until the input closes: the life of one query process."""
+    import threading
+
+    threading.stack_size(512 * 1024)  # the watchdog threads need little stack; stacks count as data memory
+    _limit_memory(max_memory)
+    worker = Worker()
+    write_message(stdout, ("ready", os.getpid()))
+    while True:
+        try:
+            request = read_message(stdin)
+        except EOFError:
+            return
+        try:
+            answer = worker.handle(request)
+        except MemoryError:
+            answer = ("error", "memory", _memory_message(request))
+        except BaseException as exc:  # noqa: BLE001 - anything else is reported, never fatal here
+            answer = ("error", "runtime", f"{type(exc).__name__}: {exc}"[:500])
+        try:
+            write_message(stdout, answer)
+        except MemoryError:
+            write_message(stdout, ("error", "memory", _memory_message(request)))
+
+
+def zygote(control_fd: int) -> None:
+    """Fork a query process for every request on the control socket (the zygote never runs a query).
+
+    The zygote has imported everything once; a fork of it starts in milliseconds, even on a loaded
+    machine where a fresh interpreter takes seconds. It is single-threaded, so forking it is safe.
+    """
+    import socket
+
+    control = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    control.sendall(HEADER.pack(0))  # ready
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(control, 4096, 1)
+        except OSError:
+            return
+        if not message or not fds:
+            return
+        max_memory = pickle.loads(message)
+        pid = os.fork()
+        if pid == 0:  # the query process
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _die_with_parent()
+            channel = socket.socket(fileno=fds[0])
+            try:
+                serve(channel.makefile("rb"), channel.makefile("wb"), max_memory)
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+        control.sendall(HEADER.pack(pid))
+
+
+def main() -> None:
+    # No parent-death signal here: it fires when the *thread* that started this process ends, and the
+    # zygote must outlive any pool thread that happened to start it. It exits when its control socket
+    # closes (its parent ended), and its query processes die with it (their parent-death signal).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for pytest; the parent ends this process
+    sys.stdout = sys.stderr  # nothing but answers goes to the pipes
+    _preload()
+    zygote(int(sys.argv[1]))
+
+
+def _preload() -> None:
+    """Import what queries need before the memory cap is set (imports are not the query's memory)."""
+    import sqlite3  # noqa: F401
+
+    import sqlglot  # noqa: F401
+    import sqlalchemy  # noqa: F401
+
+    from . import runner, targets  # noqa: F401
+    from ..sql import guard, rewrite  # noqa: F401
+
+    for module in ("duckdb", "duckdb_engine", "psycopg"):
+        try:
+            __import__(module)
+        except ImportError:
+            pass
+
+
+if __name__ == "__main__":
+    main()

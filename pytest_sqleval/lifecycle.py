@@ -1,0 +1,147 @@
+"""Pytest glue for what a run builds and where its suites really run.
+
+- **Cleanup on SIGTERM/SIGINT.** The process that builds setup-script
+  databases (the serial run, or each xdist worker) installs handlers that drop
+  its built PostgreSQL databases and roles and remove its build folder, then
+  hand the signal to the previous handler (so pytest still reports the
+  interruption, and a default SIGTERM still ends the process with that signal).
+  The handlers are restored before the cleanup starts: a second Ctrl-C stops at
+  once.
+- **Where each suite runs.** With ``--sqleval-database-url``, only setup-script
+  databases move to that engine; a suite whose ``database:`` is a file or a URL
+  keeps it. The summary says so, per suite, naming the database it ran on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections import defaultdict
+from typing import Any, Callable
+
+import pytest
+
+_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
+
+
+class SignalCleanup:
+    """Run ``callback`` once when SIGTERM or SIGINT arrives, then chain to the previous handler."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback = callback
+        self.previous: dict[int, Any] = {}
+        self.done = False
+
+    def install(self) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False  # signal handlers can only be set in the main thread
+        for sig in _SIGNALS:
+            try:
+                self.previous[sig] = signal.getsignal(sig)
+                signal.signal(sig, self._handle)
+            except (ValueError, OSError):
+                self.previous.pop(sig, None)
+        return bool(self.previous)
+
+    def uninstall(self) -> None:
+        for sig, previous in list(self.previous.items()):
+            try:
+                if signal.getsignal(sig) == self._handle:
+                    signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            except (ValueError, OSError):
+                pass
+        self.previous.clear()
+
+    def run_cleanup(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        try:
+            self.callback()
+        except Exception:  # noqa: BLE001 - best effort; a KeyboardInterrupt (second Ctrl-C) does stop it
+            pass
+
+    def _handle(self, signum: int, frame) -> None:
+        previous = self.previous.get(signum, signal.SIG_DFL)
+        self.uninstall()  # a second signal goes straight to the previous handler
+        self.run_cleanup()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL or previous is None:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        # SIG_IGN: the process ignored this signal before us; keep ignoring it
+
+
+_CLEANUP_KEY = pytest.StashKey[SignalCleanup]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    from .plugin import STATE_KEY
+
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    factory = state.engines
+
+    def cleanup() -> None:
+        import shutil
+
+        factory.close()
+        shutil.rmtree(factory.build_dir, ignore_errors=True)
+
+    handler = SignalCleanup(cleanup)
+    if handler.install():
+        config.stash[_CLEANUP_KEY] = handler
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller: give each worker the run's build folder, so that setup-script files are built once per
+    run (under a file lock) and shared, instead of once per worker."""
+    from .plugin import STATE_KEY
+
+    state = node.config.stash.get(STATE_KEY, None)
+    if state is not None:
+        node.workerinput["sqleval_build_dir"] = str(state.engines.build_dir)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    handler = config.stash.get(_CLEANUP_KEY, None)
+    if handler is not None:
+        handler.uninstall()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    from .plugin import STATE_KEY, _is_worker
+
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or _is_worker(config) or not state.settings.database_url:
+        return
+    lines = database_override_notes(state)
+    if lines:
+        terminalreporter.write_sep("-", "sqleval databases")
+        for line in lines:
+            terminalreporter.write_line(line, yellow=True)
+
+
+def database_override_notes(state) -> list[str]:
+    """One line per suite that ``--sqleval-database-url`` did not move (its database is a file or a URL)."""
+    from .suite import DatabaseSpec
+
+    override = DatabaseSpec(state.settings.database_url).display
+    kept: dict[str, set[str]] = defaultdict(set)
+    names: dict[str, str] = {}
+    for record in state.records:
+        database = record.get("database")
+        if database and "(built from" not in database:
+            kept[record["path"]].add(database)
+            names[record["path"]] = record.get("suite") or record["path"]
+    return [
+        f"WARNING suite {names[path]}: runs on {', '.join(sorted(kept[path]))}, not {override}: "
+        "--sqleval-database-url applies only to setup-script databases (`database: {url: ..., setup: [...]}`)"
+        for path in sorted(kept)
+    ]

@@ -1,0 +1,110 @@
+"""BIRD mini-dev's own result metrics, reproduced exactly: Soft F1 (``evaluation_f1.py``) and the R-VES
+reward (``evaluation_ves.py``). Pure functions; nothing here knows pytest or runs a query.
+
+``bird_soft_f1(gold_rows, pred_rows)`` is ``calculate_f1_score(predicted, ground_truth)``:
+
+* both results without rows -> 1.0;
+* duplicate rows dropped on each side, first occurrences kept in order (``dict.fromkeys``);
+* gold row i is paired with predicted row i (**by position**: row order matters);
+  for a pair, with n = the width of the gold row:
+  ``match = #{predicted cells that occur in the gold row} / n``,
+  ``pred_only = #{predicted cells not in the gold row} / n``,
+  ``gold_only = #{gold cells not in the predicted row} / n``;
+  a gold row without a partner adds gold_only 1, a predicted row without one pred_only 1;
+* P = Σmatch / (Σmatch + Σpred_only), R = Σmatch / (Σmatch + Σgold_only), F1 = 2PR / (P + R) (each 0 when its
+  denominator is 0).
+
+Its quirks are kept (that is what reproducing means): rows pair by position, so the same rows in another order
+score less; membership is per cell, so duplicated cells count once each (``(1, 1)`` against ``(1, 2)``: match
+2/2, gold_only 1/2 -> 0.8) and a wider prediction can exceed the gold row (``(1, 1, 1)`` against ``(1,)``:
+match 3 -> F1 1.0); NULL is an ordinary value (``None in row``); values compare with Python ``==`` (1 == 1.0,
+no float tolerance).
+
+``ves_reward(ratios)`` is ``iterated_execute_sql``'s reward for the list of gold_time / predicted_time ratios.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+#: evaluation_ves.py: each query runs this many times (run_sqls_parallel's default iterate_num).
+VES_REPETITIONS = 100
+
+#: (lowest mean time ratio, reward), first match wins; a ratio of 0 (incorrect, error, timeout) rewards 0.
+VES_REWARDS = ((2.0, 1.25), (1.0, 1.0), (0.5, 0.75), (0.25, 0.5))
+VES_LOWEST_REWARD = 0.25
+
+
+def _row_match(pred_row: Sequence[Any], gold_row: Sequence[Any]) -> tuple[float, float, float]:
+    width = len(gold_row)
+    if tuple(pred_row) == tuple(gold_row):  # every cell found, none missing (the same as the loop below)
+        return len(pred_row) / width, 0.0, 0.0
+    matches = sum(1 for value in pred_row if value in gold_row)
+    pred_only = len(pred_row) - matches
+    gold_only = sum(1 for value in gold_row if value not in pred_row)
+    return matches / width, pred_only / width, gold_only / width
+
+
+def bird_soft_f1(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[Any]]) -> float:
+    """BIRD mini-dev ``calculate_f1_score(predicted=pred_rows, ground_truth=gold_rows)``; see the module doc."""
+    if not pred_rows and not gold_rows:
+        return 1.0
+    predicted = list(dict.fromkeys(tuple(r) for r in pred_rows))
+    gold = list(dict.fromkeys(tuple(r) for r in gold_rows))
+    match_scores: list[float] = []
+    pred_only_scores: list[float] = []
+    gold_only_scores: list[float] = []
+    for i, gold_row in enumerate(gold):
+        if i >= len(predicted):
+            match_scores.append(0)
+            gold_only_scores.append(1)
+            continue
+        match, pred_only, gold_only = _row_match(predicted[i], gold_row)
+        match_scores.append(match)
+        pred_only_scores.append(pred_only)
+        gold_only_scores.append(gold_only)
+    for _ in range(len(predicted) - len(gold)):
+        match_scores.append(0)
+        pred_only_scores.append(1)
+        gold_only_scores.append(0)
+    # plain sum(), in the official order: the float result is the official one bit for bit
+    tp = sum(match_scores)
+    fp = sum(pred_only_scores)
+    fn = sum(gold_only_scores)
+    precision = tp / (tp + fp) if tp + fp > 0 else 0
+    recall = tp / (tp + fn) if tp + fn > 0 else 0
+    return float(2 * precision * recall / (precision + recall) if precision + recall > 0 else 0)
+
+
+def clean_abnormal(values: Sequence[float]) -> list[float]:
+    """evaluation_ves.py's ``clean_abnormal``: keep the values strictly within mean ± 3 population standard
+    deviations (numpy's ``np.std``). All values equal -> σ = 0 -> nothing is kept."""
+    n = len(values)
+    if n == 0:
+        return []
+    mean = math.fsum(values) / n
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
+    return [v for v in values if mean - 3 * std < v < mean + 3 * std]
+
+
+def ves_time_ratio(ratios: Sequence[float]) -> float:
+    """The mean ratio after outlier removal; 0 when nothing is left (the official divides by zero there, and
+    the exception scores the item 0)."""
+    kept = clean_abnormal(ratios)
+    return sum(kept) / len(kept) if kept else 0.0
+
+
+def ves_reward(time_ratio: float) -> float:
+    """The R-VES reward bucket of a mean time ratio (gold time / predicted time)."""
+    if time_ratio == 0:
+        return 0.0
+    for lowest, reward in VES_REWARDS:
+        if time_ratio >= lowest:
+            return reward
+    return VES_LOWEST_REWARD
+
+
+def r_ves_score(reward: float) -> float:
+    """One item's contribution to R-VES: sqrt(reward) (the official reports 100 × the mean of these)."""
+    return math.sqrt(reward)

@@ -1,0 +1,152 @@
+"""What the official Spider parser reads of a prediction with comments or junk (profile ``spider`` only).
+
+The official ``process_sql.py`` tokenizes with NLTK, which knows no comments: ``--``, ``/*``, ``*/`` and the
+comment's words become ordinary tokens. Its recursive parser reads clause after clause and, once the query is
+complete, **stops and ignores the rest** (``get_sql`` never checks that every token was used). So:
+
+* text after a top-level ``;`` or an unmatched ``)`` is never read;
+* junk (a comment, a stray word, a Markdown fence) right after a clause the parser leaves cleanly (``LIMIT n``,
+  ``GROUP BY`` columns, ``ORDER BY`` items, a JOIN's ``ON`` condition) is ignored: the query before it is
+  scored. Right after ``ORDER BY`` items without a direction, a ``/*`` is read as division and fails;
+* anywhere else (a hint after ``SELECT``, a comment in the middle or at the start, junk after a ``FROM`` table
+  or a ``WHERE``/``HAVING`` condition) the parser fails: the official scores the prediction 0;
+* a condition that starts with ``NOT`` (``NOT a IN (...)``, ``NOT EXISTS``) fails too (``Error col: not``);
+  only ``a NOT IN``/``NOT LIKE``/``NOT BETWEEN`` are read.
+
+:func:`official_reading` returns the text to read (the prefix the official parser uses) or the reason it fails.
+Decided on sqlglot's tokens and the gaps between them (a gap that is not white space is a comment), never with
+regexes; checked against the official code on Spider dev golds with junk appended (benchmarks/fuzz_fidelity.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot.tokens import Token, TokenType
+
+from ...sql.limits import parse_bounded, tokenize_bounded
+
+_CLAUSES = {
+    TokenType.SELECT: "select", TokenType.FROM: "from", TokenType.WHERE: "where", TokenType.GROUP_BY: "group",
+    TokenType.HAVING: "having", TokenType.ORDER_BY: "order", TokenType.LIMIT: "limit", TokenType.ON: "on",
+    TokenType.UNION: "select", TokenType.INTERSECT: "select", TokenType.EXCEPT: "select",
+}
+#: Clauses the official parser leaves cleanly when junk follows them.
+_CLEAN_STOPS = frozenset({"limit", "group", "order", "on"})
+_CONDITION_STARTS = frozenset({TokenType.WHERE, TokenType.HAVING, TokenType.AND, TokenType.OR, TokenType.ON})
+#: Tokens after which the prefix is incomplete (junk there fails in any clause).
+_DANGLING = frozenset({TokenType.COMMA, TokenType.DOT, TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE,
+                       TokenType.LT, TokenType.LTE, TokenType.AND, TokenType.OR, TokenType.NOT, TokenType.IN,
+                       TokenType.LIKE, TokenType.BETWEEN, TokenType.PLUS, TokenType.DASH, TokenType.STAR,
+                       TokenType.SLASH, TokenType.L_PAREN})
+
+
+@dataclass(frozen=True)
+class OfficialReading:
+    """``text``: what the official parser reads (None: it fails, with ``objection``)."""
+
+    text: str | None
+    objection: str | None = None
+
+
+def official_reading(sql: str, dialect: str) -> OfficialReading:
+    tokens, sql = _tokens_and_text(sql, dialect)
+    if tokens is None:
+        return OfficialReading(sql)  # no usable tokens: the normal reading reports the parse error
+    if not tokens:
+        return OfficialReading(None, "empty")
+    if _gap(sql, 0, tokens[0].start):
+        return OfficialReading(None, "comment")  # the first official token is the comment's
+    depth, state, last = 0, None, None
+    for i, token in enumerate(tokens):
+        kind = token.token_type
+        if i and _gap(sql, tokens[i - 1].end + 1, token.start):
+            return _junk_at(sql, tokens, i, depth, state, last, "comment")
+        if kind == TokenType.NOT and last is not None and last.token_type in _CONDITION_STARTS:
+            return OfficialReading(None, "not_before_operand")
+        if kind == TokenType.SEMICOLON and depth == 0:
+            return OfficialReading(sql[:token.start])
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            if depth == 0:
+                return OfficialReading(sql[:token.start])
+            depth -= 1
+        elif depth == 0 and kind in _CLAUSES:
+            state = _CLAUSES[kind]
+        last = token
+    if _gap(sql, tokens[-1].end + 1, len(sql)):
+        return _junk_at(sql, tokens, len(tokens), depth, state, last, "comment")
+    return OfficialReading(sql)
+
+
+def junk_free_prefix(sql: str, dialect: str, *, max_cut: int = 8) -> str | None:
+    """For a prediction sqlglot cannot parse: the longest prefix, at most ``max_cut`` tokens shorter, that it
+    parses and after which the official parser stops cleanly (junk such as ``... LIMIT 3 answer``). None when
+    there is none (the official parser fails as well, or the junk is not at the end)."""
+    tokens, text = _tokens_and_text(sql, dialect)
+    if not tokens:
+        return None
+    for cut in range(len(tokens) - 1, max(0, len(tokens) - 1 - max_cut), -1):
+        depth, state = 0, None
+        for token in tokens[:cut]:
+            if token.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif token.token_type == TokenType.R_PAREN:
+                depth -= 1
+            elif depth == 0 and token.token_type in _CLAUSES:
+                state = _CLAUSES[token.token_type]
+        reading = _junk_at(text, tokens, cut, depth, state, tokens[cut - 1], "junk")
+        if reading.text is None:
+            continue
+        try:
+            statements = [s for s in parse_bounded(reading.text, dialect)
+                          if s is not None and not isinstance(s, sqlglot.exp.Semicolon)]
+        except Exception:  # noqa: BLE001 - not a parseable prefix: try a shorter one
+            continue
+        if len(statements) == 1:
+            return reading.text
+    return None
+
+
+def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str | None, last: Token | None,
+             what: str) -> OfficialReading:
+    """Junk starts before ``tokens[index]`` (or at the end): the prefix if the parser stops cleanly there."""
+    if depth != 0 or state not in _CLEAN_STOPS or last is None or last.token_type in _DANGLING:
+        return OfficialReading(None, what)
+    if state == "limit" and last.token_type != TokenType.NUMBER:
+        return OfficialReading(None, what)
+    start = tokens[index].start if index < len(tokens) else len(sql)
+    junk_start = tokens[index - 1].end + 1
+    if state == "order" and last.token_type not in (TokenType.ASC, TokenType.DESC):
+        if sql[junk_start:start].lstrip().startswith("/") or (
+                index < len(tokens) and tokens[index].token_type in (TokenType.SLASH, TokenType.STAR,
+                                                                     TokenType.PLUS, TokenType.DASH)):
+            return OfficialReading(None, what)  # read as arithmetic on the ORDER BY item
+    return OfficialReading(sql[:junk_start])
+
+
+def _tokens_and_text(sql: str, dialect: str) -> tuple[list[Token] | None, str]:
+    """sqlglot's tokens of ``sql``; when the text does not tokenize (a stray backtick fence), those of the
+    longest prefix before the first backtick, if that prefix tokenizes (the rest is junk)."""
+    try:
+        return tokenize_bounded(sql, dialect), sql
+    except sqlglot.errors.TokenError:
+        pass
+    cut = sql.find("`")
+    if cut <= 0:
+        return None, sql
+    try:
+        tokens = tokenize_bounded(sql[:cut], dialect)
+    except sqlglot.errors.TokenError:
+        return None, sql
+    if not tokens:
+        return None, sql
+    # keep the junk as a trailing "comment" so the caller decides on it like any junk
+    return tokens, sql
+
+
+def _gap(sql: str, start: int, end: int) -> bool:
+    """Whether the text between two tokens holds more than white space (a comment, or junk)."""
+    return bool(sql[start:end].strip())

@@ -1,0 +1,80 @@
+"""The response cache: one JSON file per request, keyed by a hash of what was asked.
+
+Key: sha256 of the canonical JSON of (endpoint without credentials, model, messages, parameters). Files live
+under ``.sqleval_cache/`` in the rootdir (``--sqleval-cache DIR``), as ``<key[:2]>/<key>.json``. Writes go to a
+temporary file in the same directory and are moved into place with ``os.replace``, which is atomic: xdist
+workers (or two CI jobs sharing a directory) writing the same key at once leave one whole file. Errors are
+never cached.
+
+Modes (``--sqleval-cache-mode``): ``use`` (read, then write what was missing; the default), ``refresh`` (call
+again and overwrite), ``off`` (neither read nor write), ``only`` (read only: a request that is not cached fails
+as ``model_error`` "not in the cache", so a CI job replaying a committed cache makes no network call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+CACHE_MODES = ("use", "refresh", "off", "only")
+DEFAULT_CACHE_DIR = ".sqleval_cache"
+FORMAT = "sqleval-cache/1"
+
+
+def cache_key(endpoint: str, model: str, messages: Sequence[Mapping[str, Any]], parameters: Mapping[str, Any]) -> str:
+    canonical = json.dumps({"endpoint": endpoint, "model": model, "messages": list(messages),
+                            "parameters": dict(parameters)}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    def __init__(self, directory: str | Path, mode: str = "use") -> None:
+        if mode not in CACHE_MODES:
+            raise ValueError(f"unknown cache mode {mode!r}: use one of {', '.join(CACHE_MODES)}")
+        self.directory = Path(directory)
+        self.mode = mode
+
+    @property
+    def reads(self) -> bool:
+        return self.mode in ("use", "only")
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in ("use", "refresh")
+
+    def path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if not self.reads:
+            return None
+        try:
+            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # absent, or unreadable: treated as not cached (and rewritten in `use` mode)
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("response"), dict):
+            return None
+        return data["response"]
+
+    def put(self, key: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
+        if not self.writes:
+            return
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps({"format": FORMAT, "key": key, "request": dict(request), "response": dict(response)},
+                             indent=1, ensure_ascii=False, sort_keys=True)
+        fd, temp = tempfile.mkstemp(prefix=f".{key[:12]}-", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(payload + "\n")
+            os.replace(temp, target)
+        except BaseException:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            raise

@@ -1,0 +1,134 @@
+"""The built-in OpenAI-compatible chat client, on the official ``openai`` SDK (``pytest-sqleval[openai]``).
+
+The SDK sends the request, retries 429/5xx/timeouts/connection errors with exponential backoff and jitter,
+honours ``Retry-After`` (and ``retry-after-ms``), and enforces the request timeout; we only set
+``max_retries`` and ``timeout``. It speaks to anything that implements ``/chat/completions``: vLLM, Ollama,
+llama.cpp server, LM Studio, hosted APIs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .config import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT, DEFAULT_URL, ModelConfig
+
+#: Sent when no key is set: local servers (vLLM, Ollama, llama.cpp) ignore it, hosted APIs answer 401.
+NO_KEY = "sqleval-no-key"
+
+
+class ModelCallError(Exception):
+    """A call that failed after the SDK's retries. ``fatal``: retrying other cases is pointless (401/403/404)."""
+
+    def __init__(self, message: str, *, fatal: bool = False, status: int | None = None, called: bool = True) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fatal = fatal
+        self.status = status
+        self.called = called  # False: no request was sent (not cached under --sqleval-cache-mode only, no SDK)
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float
+
+
+class ChatClient:
+    """One SDK client per (endpoint, key, timeout, retries), shared by the worker threads (the SDK is thread-safe)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise ModelCallError("the built-in model client needs the openai SDK: pip install 'pytest-sqleval[openai]'",
+                                 fatal=True, called=False) from None
+        self.config = config
+        self._openai = openai
+        if config.key_env and not os.environ.get(config.key_env):
+            raise ModelCallError(f"the environment variable {config.key_env} (the model's key_env) is not set; "
+                                 f"fix: export {config.key_env}=... before running pytest", fatal=True, called=False)
+        key = os.environ.get(config.key_env or "OPENAI_API_KEY") or NO_KEY
+        self.client = openai.OpenAI(
+            base_url=config.url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_URL,
+            api_key=key,
+            timeout=config.timeout or DEFAULT_MODEL_TIMEOUT,
+            max_retries=DEFAULT_MODEL_RETRIES if config.retries is None else config.retries,
+        )
+
+    def complete(self, messages: Sequence[Mapping[str, Any]], parameters: Mapping[str, Any]) -> Completion:
+        openai = self._openai
+        known = {k: v for k, v in parameters.items() if k in ("temperature", "max_tokens", "seed", "top_p", "stop")}
+        extra = {k: v for k, v in parameters.items() if k not in known}
+        started = time.perf_counter()
+        try:
+            response = self.client.chat.completions.create(
+                model=self.config.name, messages=list(messages), **known, **({"extra_body": extra} if extra else {}))
+        except openai.AuthenticationError as exc:
+            raise ModelCallError(self._fatal_text(exc, "the endpoint refused the API key",
+                                                  f"set {self.config.key_env or 'OPENAI_API_KEY'} (or --sqleval-model-key-env VAR)"),
+                                 fatal=True, status=exc.status_code) from None
+        except openai.PermissionDeniedError as exc:
+            raise ModelCallError(self._fatal_text(exc, "the API key may not use this model or endpoint",
+                                                  "check the key's permissions"), fatal=True, status=exc.status_code) from None
+        except openai.NotFoundError as exc:
+            raise ModelCallError(self._fatal_text(exc, f"unknown model {self.config.name!r} or wrong URL",
+                                                  "check --sqleval-model and --sqleval-model-url (it usually ends in /v1)"),
+                                 fatal=True, status=exc.status_code) from None
+        except openai.APITimeoutError:
+            raise ModelCallError(f"the request timed out after {self.client.timeout} s "
+                                 f"(and {self.client.max_retries} retries)") from None
+        except openai.APIStatusError as exc:
+            raise ModelCallError(f"HTTP {exc.status_code}: {_server_message(exc)} "
+                                 f"(after {self.client.max_retries} retries)", status=exc.status_code) from None
+        except openai.APIConnectionError as exc:
+            raise ModelCallError(f"cannot reach {self.config.endpoint}: {exc.__cause__ or exc}") from None
+        except ValueError as exc:  # a body that is not JSON
+            raise ModelCallError(f"the endpoint's answer is not valid JSON: {exc}") from None
+        except openai.OpenAIError as exc:
+            raise ModelCallError(f"{type(exc).__name__}: {exc}") from None
+        latency = time.perf_counter() - started
+        try:
+            text = response.choices[0].message.content
+        except (AttributeError, IndexError, TypeError):
+            raise ModelCallError(f"the endpoint's answer has no message: {str(response)[:200]}") from None
+        if not isinstance(text, str):
+            raise ModelCallError(f"the endpoint's answer is not a chat completion: {str(response)[:200]}")
+        usage = getattr(response, "usage", None)
+        return Completion(text=text, prompt_tokens=getattr(usage, "prompt_tokens", None),
+                          completion_tokens=getattr(usage, "completion_tokens", None), latency_s=latency)
+
+    def _fatal_text(self, exc, what: str, fix: str) -> str:
+        return (f"{what}: HTTP {exc.status_code} from {self.config.endpoint} (model {self.config.name}): "
+                f"{_server_message(exc)}; fix: {fix}")
+
+
+def _server_message(exc) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body["error"] if isinstance(body.get("error"), dict) else body
+        if inner.get("message"):
+            return str(inner["message"])
+    return str(getattr(exc, "message", None) or exc)
+
+
+_clients: dict[Any, ChatClient] = {}
+_lock = threading.Lock()
+
+
+def client_for(config: ModelConfig) -> ChatClient:
+    """One client per endpoint, key, timeout and retries (the key only as a hash, and only in memory)."""
+    import hashlib
+
+    secret = os.environ.get(config.key_env or "OPENAI_API_KEY") or ""
+    key = (config.url or os.environ.get("OPENAI_BASE_URL"), config.key_env, hashlib.sha256(secret.encode()).hexdigest(),
+           config.name, config.timeout, config.retries)
+    with _lock:
+        if key not in _clients:
+            _clients[key] = ChatClient(config)
+        return _clients[key]

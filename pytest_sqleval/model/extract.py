@@ -1,0 +1,147 @@
+"""SQL extraction: the named step between a model's answer and the SQL that is scored.
+
+Modes (suite key ``extract:``):
+
+- ``auto`` (default): the last fenced code block (```` ```sql ... ``` ````; an unclosed final fence counts);
+  else a leading label (``SQL:``, ``Query:``, ``Answer:``) removed; else leading prose lines removed up to the
+  first line that starts a SQL statement (and trailing prose after a blank line dropped); else the text.
+- ``fenced``: the last fenced block, and a miss when there is none.
+- ``raw``: the text as it came.
+
+Whatever the mode, the result must start like SQL (its first token, read by sqlglot's tokenizer, is a statement
+keyword or an opening parenthesis). Otherwise the case misses with kind ``no_sql`` and the message
+``the model's answer contains no SQL: <first 80 characters>``, on every engine alike (without this step a
+fenced answer is ``rejected`` on SQLite, whose tokenizer reads ```` ``` ```` as an identifier, and ``syntax`` on
+DuckDB and PostgreSQL). The regular expressions here read the model's prose and Markdown, never SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+EXTRACT_MODES = ("auto", "fenced", "raw")
+SQL_FENCE_TAGS = {"", "sql", "sqlite", "sqlite3", "postgres", "postgresql", "psql", "pgsql", "duckdb", "mysql",
+                  "tsql", "plsql", "bigquery", "snowflake", "trino", "ansi"}
+#: Statement words sqlglot's generic tokenizer reads as plain names; they start SQL all the same (the guard rejects them).
+STATEMENT_WORDS = {"ATTACH", "DETACH", "INSTALL", "VACUUM", "CALL", "SUMMARIZE", "EXPORT", "IMPORT", "CHECKPOINT",
+                   "REINDEX", "LISTEN", "NOTIFY", "UNLISTEN", "COPY", "EXEC", "EXECUTE", "DECLARE", "LOCK", "RESET",
+                   "DISCARD", "PREPARE", "DEALLOCATE", "FETCH", "CLUSTER", "REFRESH"}
+#: Tokens that cannot start a SQL statement.
+_NOT_A_START = {"VAR", "IDENTIFIER", "UNKNOWN", "STRING", "NUMBER", "NATIONAL_STRING", "HEX_STRING", "BIT_STRING",
+                "BYTE_STRING", "RAW_STRING", "HEREDOC_STRING", "COLON", "COMMA", "DOT", "SEMICOLON", "STAR", "R_PAREN",
+                "PARAMETER", "PLACEHOLDER", "DASH", "PLUS", "SLASH", "LT", "GT", "EQ", "HASH", "AMP", "PIPE", "CARET",
+                "TILDA", "BACKSLASH", "L_BRACKET", "R_BRACKET", "L_BRACE", "R_BRACE", "NOT", "AND", "OR", "AS", "IS",
+                "IN", "ON", "BY", "TO", "IF", "ALL", "ANY", "SOME", "NULL", "TRUE", "FALSE", "CASE", "END", "THEN", "ELSE",
+                "WHEN", "FOR", "OF", "WITHIN_GROUP", "INTO", "AT_TIME_ZONE", "LIKE", "BETWEEN", "ASC", "DESC"}
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_LABEL = re.compile(r"\A\s*(?:sql(?:\s+query)?|query|answer|final\s+answer)\s*:\s*", re.IGNORECASE)
+PREVIEW = 80
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """``sql`` is None when nothing SQL-like was found; then ``error_kind``/``message`` say why."""
+
+    sql: str | None
+    mode: str
+    step: str  # fenced | label | prose | text | none
+    error_kind: str | None = None
+    message: str | None = None
+
+    def as_json(self) -> dict[str, str]:
+        return {"mode": self.mode, "step": self.step}
+
+
+def preview(text: str, limit: int = PREVIEW) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
+    if mode not in EXTRACT_MODES:
+        raise ValueError(f"unknown extract mode {mode!r}: use one of {', '.join(EXTRACT_MODES)}")
+    if text is None or not text.strip():
+        return Extraction(None, mode, "none", "no_prediction", "the model returned an empty answer")
+    if mode == "raw":
+        return _checked(text.strip(), text, mode, "text")
+    fenced = last_fenced_block(text)
+    if fenced is not None:
+        return _checked(fenced, text, mode, "fenced")
+    if mode == "fenced":
+        return Extraction(None, mode, "none", "no_sql", f"no fenced code block in the model's answer: {preview(text)}")
+    stripped = text.strip()
+    label = _LABEL.match(stripped)
+    if label:
+        return _checked(_trailing_prose_removed(stripped[label.end():].strip()), text, mode, "label")
+    if looks_like_sql(stripped):
+        return _checked(_trailing_prose_removed(stripped), text, mode, "text")
+    lines = stripped.splitlines()
+    for number in range(1, len(lines)):
+        rest = "\n".join(lines[number:]).strip()
+        rest = _LABEL.sub("", rest, count=1)
+        if rest and looks_like_sql(rest):
+            return _checked(_trailing_prose_removed(rest), text, mode, "prose")
+    return _checked(stripped, text, mode, "text")
+
+
+def last_fenced_block(text: str) -> str | None:
+    """The last SQL-tagged (or untagged) fenced block; else the last fenced block of any language; else None."""
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
+    blocks = [(tag, body.strip()) for tag, body in blocks if body.strip()]
+    if not blocks:
+        return None
+    sql_blocks = [body for tag, body in blocks if tag in SQL_FENCE_TAGS]
+    return (sql_blocks or [body for _, body in blocks])[-1]
+
+
+def _trailing_prose_removed(sql: str) -> str:
+    """Drop paragraphs after a blank line that do not start like SQL ("This query counts ...")."""
+    paragraphs = re.split(r"\n\s*\n", sql)
+    kept = [paragraphs[0]]
+    for paragraph in paragraphs[1:]:
+        if not looks_like_sql(paragraph.strip()) and not _continues_sql(paragraph):
+            break
+        kept.append(paragraph)
+    return "\n\n".join(kept).strip()
+
+
+def _continues_sql(paragraph: str) -> bool:
+    """A paragraph that continues a statement (``WHERE ...``, ``ORDER BY ...``, ``JOIN ...``)."""
+    first = _first_token_type(paragraph.strip())
+    return first not in (None, "VAR", "IDENTIFIER", "UNKNOWN") and first not in ("STRING", "NUMBER")
+
+
+def _checked(sql: str, raw: str, mode: str, step: str) -> Extraction:
+    if not sql:
+        return Extraction(None, mode, step, "no_prediction", "the model's answer has an empty code block")
+    if not looks_like_sql(sql):
+        return Extraction(None, mode, step, "no_sql", f"the model's answer contains no SQL: {preview(raw)}")
+    return Extraction(sql, mode, step)
+
+
+def looks_like_sql(text: str) -> bool:
+    """Does ``text`` start like a SQL statement? Read by sqlglot's generic tokenizer, the same for every engine."""
+    first = _first_token_type(text)
+    if first is None:
+        return False
+    if first == "VAR":
+        word = text.lstrip("( \t\r\n").split(None, 1)
+        return bool(word) and word[0].upper().rstrip(";") in STATEMENT_WORDS
+    return first not in _NOT_A_START
+
+
+def _first_token_type(text: str) -> str | None:
+    from sqlglot.dialects.dialect import Dialect
+
+    dialect = Dialect.get_or_raise("")
+    for candidate in (text, text.split("\n", 1)[0]):
+        try:
+            tokens = dialect.tokenize(candidate)
+        except Exception:  # noqa: BLE001 - unbalanced quotes in prose, unknown characters, ...
+            continue
+        if not tokens:
+            return None
+        return tokens[0].token_type.name
+    return None

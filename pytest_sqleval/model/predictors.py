@@ -1,0 +1,239 @@
+"""Predictors: what turns a case into SQL text.
+
+A predictor is any callable ``predict(case: PredictorCase)`` returning SQL text, ``None`` (no answer), or a
+mapping with ``sql`` plus anything worth keeping (``raw_output``, ``tokens`` ``{prompt, completion}``,
+``latency_s``, ``model``; other keys land in the record's ``prediction_extra``). The built-in one sends the
+rendered prompt to an OpenAI-compatible endpoint through the response cache. Whatever a predictor returns goes
+through the suite's SQL extraction step (``extract:``), so every source scores alike.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .cache import ResponseCache, cache_key
+from .client import ModelCallError, client_for
+from .config import ModelConfig
+from .extract import extract_sql, preview
+
+#: Keys of a predictor's mapping that the record keeps under their own name.
+KNOWN_RESULT_KEYS = ("sql", "raw_output", "tokens", "latency_s", "model", "cached")
+
+
+@dataclass(frozen=True)
+class PredictorCase:
+    """What a predictor is given for one case (or interaction turn)."""
+
+    id: str
+    suite: str
+    question: str | None
+    schema: str  # rendered in the suite's schema_format
+    dialect: str
+    history: tuple[Mapping[str, Any], ...] = ()  # earlier turns: {"question", "sql"}
+    evidence: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    examples: tuple[Mapping[str, Any], ...] = ()
+    messages: tuple[Mapping[str, str], ...] = ()  # the rendered prompt (chat messages)
+    database: str | None = None
+    interaction: str | None = None
+    turn: int | None = None
+    schema_format: str = "ddl"
+    model: ModelConfig | None = None  # the suite's resolved model settings (the built-in client's)
+
+
+@dataclass
+class PredictionResult:
+    """A predictor's answer after normalisation and extraction: the record fields of the model step."""
+
+    sql: str | None
+    source: str  # predictions_file | model | suite
+    raw_output: str | None = None
+    error_kind: str | None = None
+    error_message: str | None = None
+    fatal: bool = False
+    model: str | None = None
+    latency_s: float | None = None
+    tokens: dict[str, int | None] | None = None
+    cached: bool | None = None
+    cost: float | None = None
+    extraction: dict[str, str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    request: dict[str, Any] | None = None  # what was asked (model, endpoint, parameters, prompt sha256), for the run block
+
+    @property
+    def query_error(self):
+        """The miss this result stands for (``model_error``, ``no_sql``, ``no_prediction``), or None."""
+        if self.error_kind is None:
+            return None
+        from ..errors import QueryError
+
+        return QueryError(self.error_kind, self.error_message or self.error_kind)
+
+    def record_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"prediction_source": self.source}
+        if self.source == "model":
+            fields.update({"model": self.model, "raw_output": self.raw_output, "latency_s": self.latency_s,
+                           "tokens": self.tokens, "cached": self.cached, "cost": self.cost,
+                           "extraction": self.extraction, "model_request": self.request})
+        if self.extra:
+            fields["prediction_extra"] = dict(self.extra)
+        return fields
+
+
+class BuiltinPredictor:
+    """The OpenAI-compatible chat client behind the response cache."""
+
+    label = "openai-compatible"
+
+    def __init__(self, cache: ResponseCache) -> None:
+        self.cache = cache
+
+    def __call__(self, case: PredictorCase) -> dict[str, Any]:
+        config = case.model
+        if config is None or not config.name:
+            raise ModelCallError("no model configured for this suite: use --sqleval-model NAME or `model:`", fatal=True,
+                                 called=False)
+        parameters = config.parameters
+        messages = [dict(m) for m in case.messages]
+        key = cache_key(config.endpoint, config.name, messages, parameters)
+        started = time.perf_counter()
+        hit = self.cache.get(key)
+        if hit is not None:
+            return {"sql": hit.get("text"), "raw_output": hit.get("text"), "model": config.name, "cached": True,
+                    "tokens": {"prompt": hit.get("prompt_tokens"), "completion": hit.get("completion_tokens")},
+                    "latency_s": time.perf_counter() - started}
+        if self.cache.mode == "only":
+            raise ModelCallError(f"not in the cache (--sqleval-cache-mode only; key {key[:16]}... under {self.cache.directory})",
+                                 called=False)
+        completion = client_for(config).complete(messages, parameters)
+        response = {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
+                    "completion_tokens": completion.completion_tokens, "latency_s": round(completion.latency_s, 6)}
+        self.cache.put(key, {"endpoint": config.endpoint, "model": config.name, "messages": messages,
+                             "parameters": parameters}, response)
+        return {"sql": completion.text, "raw_output": completion.text, "model": config.name, "cached": False,
+                "tokens": {"prompt": completion.prompt_tokens, "completion": completion.completion_tokens},
+                "latency_s": completion.latency_s}
+
+
+def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, *, extract: str, label: str,
+                  config: ModelConfig | None) -> PredictionResult:
+    """Call ``predict`` and normalise what it returns (or raises) into a :class:`PredictionResult`."""
+    started = time.perf_counter()
+    try:
+        answer = predict(case)
+    except ModelCallError as exc:
+        return PredictionResult(None, "model", error_kind="model_error", error_message=exc.message, fatal=exc.fatal,
+                                model=label, cached=False if exc.called else None,
+                                latency_s=round(time.perf_counter() - started, 6) if exc.called else None)
+    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is this case's model_error
+        text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        return PredictionResult(None, "model", error_kind="model_error", model=label, cached=False,
+                                error_message=f"the predictor raised {type(exc).__name__}{': ' + text if text else ''}",
+                                latency_s=round(time.perf_counter() - started, 6))
+    elapsed = time.perf_counter() - started
+
+    def failed(message: str) -> PredictionResult:
+        return PredictionResult(None, "model", error_kind="model_error", error_message=message, model=label,
+                                latency_s=round(elapsed, 6), cached=False)
+
+    if answer is None or isinstance(answer, str):
+        answer = {"sql": answer}
+    if not isinstance(answer, Mapping):
+        return failed(f"the predictor returned {type(answer).__name__}; return SQL text, None, or a mapping with 'sql'")
+    if "sql" not in answer:
+        return failed(f"the predictor's mapping has no 'sql' key (keys: {', '.join(map(str, answer))})")
+    sql = answer.get("sql")
+    if sql is not None and not isinstance(sql, str):
+        return failed(f"the predictor's 'sql' is {type(sql).__name__}, not text")
+    raw = answer.get("raw_output", sql)
+    tokens = _tokens(answer.get("tokens"))
+    cached = bool(answer.get("cached", False))
+    latency = answer.get("latency_s")
+    latency = float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool) else elapsed
+    cost = None
+    if config is not None and config.priced and tokens is not None:
+        cost = 0.0 if cached else config.cost(tokens.get("prompt"), tokens.get("completion"))
+    result = PredictionResult(
+        None, "model", raw_output=raw if raw is None or isinstance(raw, str) else str(raw),
+        model=str(answer.get("model") or label), latency_s=round(latency, 6), tokens=tokens, cached=cached,
+        cost=None if cost is None else round(cost, 8),
+        extra={str(k): _plain(v) for k, v in answer.items() if k not in KNOWN_RESULT_KEYS},
+    )
+    if sql is None:
+        result.error_kind, result.error_message = "no_prediction", "the predictor returned no SQL"
+        result.extraction = {"mode": extract, "step": "none"}
+        return result
+    extraction = extract_sql(sql, extract)
+    result.extraction = extraction.as_json()
+    if extraction.sql is None:
+        result.error_kind, result.error_message = extraction.error_kind, extraction.message
+    else:
+        result.sql = extraction.sql
+    return result
+
+
+def _tokens(value: Any) -> dict[str, int | None] | None:
+    if not isinstance(value, Mapping):
+        return None
+    prompt = value.get("prompt", value.get("prompt_tokens", value.get("input")))
+    completion = value.get("completion", value.get("completion_tokens", value.get("output")))
+    as_int = lambda v: int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None  # noqa: E731
+    return {"prompt": as_int(prompt), "completion": as_int(completion)}
+
+
+def _plain(value: Any) -> Any:
+    import json
+
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class PredictorSpecError(ValueError):
+    pass
+
+
+def load_callable(spec: str, search: Sequence[Path] = ()) -> Callable[[PredictorCase], Any]:
+    """``module:function`` (``package.module:object.attr``) -> the callable; ``search`` dirs are tried for the import."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: expected module:function (e.g. mymodel:predict)")
+    try:
+        module = _import(module_name, search)
+    except ImportError as exc:
+        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: cannot import {module_name}: {exc}") from None
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {module_name} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {attr} is not callable")
+    return target
+
+
+def _import(name: str, search: Sequence[Path]):
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name.split(".")[0] or not search:
+            raise
+    added = [str(p) for p in search if str(p) not in sys.path]
+    sys.path[:0] = added
+    try:
+        return importlib.import_module(name)
+    finally:
+        for entry in added:
+            if entry in sys.path:
+                sys.path.remove(entry)
+
+
+def preview_text(text: str | None) -> str:
+    return preview(text or "")

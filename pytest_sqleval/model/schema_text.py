@@ -1,0 +1,213 @@
+"""The ``schema`` placeholder: a database's tables rendered as text for a prompt.
+
+Read from the live database (SQLAlchemy inspection; DuckDB's own catalogue) or from a Spider ``tables.json``
+entry; rendered as
+
+- ``ddl`` (default): ``CREATE TABLE`` statements with column types, primary and foreign keys;
+- ``spider``: ``Table shops, columns = [*, id, name]`` lines plus ``Foreign_keys = [...]`` (the format of
+  DIN-SQL and similar Spider prompts);
+- ``compact``: ``shops(id, name)``, one line per table, foreign keys as ``shop_id -> shops.id``.
+
+``sample_rows: N`` appends N rows of each table, read with ``SELECT * FROM t LIMIT N`` through the guarded
+runner (read-only connection, timeout and row cap).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str = ""
+
+
+@dataclass(frozen=True)
+class TableDoc:
+    name: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...] = ()
+    foreign_keys: tuple[tuple[str, str, str], ...] = ()  # (column, referenced table, referenced column)
+
+
+def tables_from_engine(engine) -> list[TableDoc]:
+    from sqlalchemy import inspect, text
+
+    if engine.dialect.name == "duckdb":
+        return _duckdb_tables(engine, text)
+    inspector = inspect(engine)
+    names = inspector.get_table_names()
+    if engine.dialect.name == "sqlite":  # creation order, as the schema module reads it
+        with engine.connect() as conn:
+            names = [r[0] for r in conn.execute(text(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))]
+    tables = []
+    for name in names:
+        columns = tuple(Column(c["name"], _type_text(c.get("type"))) for c in inspector.get_columns(name))
+        pk = tuple(inspector.get_pk_constraint(name).get("constrained_columns") or ())
+        fks = []
+        for fk in inspector.get_foreign_keys(name):
+            for col, ref in zip(fk.get("constrained_columns") or (), fk.get("referred_columns") or ()):
+                fks.append((col, fk.get("referred_table"), ref))
+        tables.append(TableDoc(name, columns, pk, tuple(fks)))
+    return tables
+
+
+def _type_text(sa_type: Any) -> str:
+    try:
+        return str(sa_type) if sa_type is not None else ""
+    except Exception:  # noqa: BLE001 - some dialect types cannot render without a dialect
+        return type(sa_type).__name__.upper()
+
+
+def _duckdb_tables(engine, text) -> list[TableDoc]:
+    with engine.connect() as conn:
+        names = [r[0] for r in conn.execute(text(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_oid"))]
+        columns: dict[str, list[Column]] = {n: [] for n in names}
+        for table, column, data_type in conn.execute(text(
+                "SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE schema_name = 'main' "
+                "ORDER BY table_oid, column_index")):
+            columns.setdefault(table, []).append(Column(column, data_type))
+        pks: dict[str, tuple[str, ...]] = {}
+        fks: dict[str, list[tuple[str, str, str]]] = {}
+        for table, kind, cols, ref_table, ref_cols in conn.execute(text(
+                "SELECT table_name, constraint_type, constraint_column_names, referenced_table, referenced_column_names "
+                "FROM duckdb_constraints() WHERE schema_name = 'main' AND constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')")):
+            if kind == "PRIMARY KEY":
+                pks[table] = tuple(cols)
+            else:
+                fks.setdefault(table, []).extend((c, ref_table, r) for c, r in zip(cols, ref_cols))
+    return [TableDoc(n, tuple(columns[n]), pks.get(n, ()), tuple(fks.get(n, ()))) for n in names]
+
+
+def tables_from_spider(path: str | Path, db_id: str) -> list[TableDoc]:
+    entries = json.loads(Path(path).read_text(encoding="utf-8"))
+    entry = next((e for e in entries if e.get("db_id") == db_id), None)
+    if entry is None:
+        raise KeyError(f"db_id {db_id!r} is not in {path}")
+    names = entry["table_names_original"]
+    types = entry.get("column_types") or []
+    flat: list[tuple[int, str]] = []
+    columns: list[list[Column]] = [[] for _ in names]
+    for index, (table_index, column) in enumerate(entry["column_names_original"]):
+        flat.append((table_index, column))
+        if table_index >= 0:
+            columns[table_index].append(Column(column, (types[index] if index < len(types) else "").upper()))
+    pks: list[list[str]] = [[] for _ in names]
+    for key in entry.get("primary_keys", []):
+        for index in key if isinstance(key, list) else [key]:
+            table_index, column = flat[index]
+            pks[table_index].append(column)
+    fks: list[list[tuple[str, str, str]]] = [[] for _ in names]
+    for a, b in entry.get("foreign_keys", []):
+        (ta, ca), (tb, cb) = flat[a], flat[b]
+        fks[ta].append((ca, names[tb], cb))
+    return [TableDoc(n, tuple(columns[i]), tuple(pks[i]), tuple(fks[i])) for i, n in enumerate(names)]
+
+
+def sample_rows(engine, tables: Sequence[TableDoc], count: int, *, dialect: str, timeout: float) -> dict[str, tuple]:
+    """Up to ``count`` rows of each table, through the guarded runner (a table that fails gets none)."""
+    from sqlglot import exp
+
+    from ..errors import QueryError
+    from ..execution.runner import run_query
+
+    rows: dict[str, tuple] = {}
+    if engine is None or count <= 0:
+        return rows
+    for table in tables:
+        sql = exp.select("*").from_(exp.to_table(exp.to_identifier(table.name, quoted=True).sql(dialect),
+                                                 dialect=dialect)).limit(count).sql(dialect)
+        try:
+            result = run_query(engine, sql, timeout=timeout, max_rows=count, untrusted=True, dialect=dialect)
+        except QueryError:
+            continue
+        rows[table.name] = (tuple(result.columns), tuple(tuple(r) for r in result.rows[:count]))
+    return rows
+
+
+def render_schema(tables: Sequence[TableDoc], fmt: str = "ddl", *, dialect: str = "sqlite",
+                  rows: dict[str, tuple] | None = None) -> str:
+    rows = rows or {}
+    if fmt == "spider":
+        return _spider(tables, rows)
+    if fmt == "compact":
+        return _compact(tables, rows)
+    return _ddl(tables, dialect, rows)
+
+
+def _ident(name: str, dialect: str) -> str:
+    from sqlglot import exp
+
+    return exp.to_identifier(name).sql(dialect)
+
+
+def _ddl(tables: Sequence[TableDoc], dialect: str, rows: dict[str, tuple]) -> str:
+    parts = []
+    for table in tables:
+        single_pk = table.primary_key[0] if len(table.primary_key) == 1 else None
+        lines = []
+        for column in table.columns:
+            line = f"  {_ident(column.name, dialect)}" + (f" {column.type}" if column.type else "")
+            if column.name == single_pk:
+                line += " PRIMARY KEY"
+            lines.append(line)
+        if len(table.primary_key) > 1:
+            lines.append(f"  PRIMARY KEY ({', '.join(_ident(c, dialect) for c in table.primary_key)})")
+        for column, ref_table, ref_column in table.foreign_keys:
+            lines.append(f"  FOREIGN KEY ({_ident(column, dialect)}) REFERENCES "
+                         f"{_ident(ref_table, dialect)}({_ident(ref_column, dialect)})")
+        text = f"CREATE TABLE {_ident(table.name, dialect)} (\n" + ",\n".join(lines) + "\n);"
+        if table.name in rows:
+            columns, values = rows[table.name]
+            text += f"\n/* {len(values)} example rows from {table.name}:\n" + _row_table(columns, values) + "\n*/"
+        parts.append(text)
+    return "\n".join(parts)
+
+
+def _spider(tables: Sequence[TableDoc], rows: dict[str, tuple]) -> str:
+    lines = []
+    for table in tables:
+        lines.append(f"Table {table.name}, columns = [*, {', '.join(c.name for c in table.columns)}]")
+        if table.name in rows:
+            columns, values = rows[table.name]
+            lines.append(f"  rows: {'; '.join(_row_text(v) for v in values)}")
+    fks = [f"{t.name}.{c} = {rt}.{rc}" for t in tables for c, rt, rc in t.foreign_keys]
+    lines.append(f"Foreign_keys = [{', '.join(fks)}]")
+    pks = [f"{t.name}.{c}" for t in tables for c in t.primary_key]
+    if pks:
+        lines.append(f"Primary_keys = [{', '.join(pks)}]")
+    return "\n".join(lines)
+
+
+def _compact(tables: Sequence[TableDoc], rows: dict[str, tuple]) -> str:
+    lines = []
+    for table in tables:
+        refs = {c: f"{rt}.{rc}" for c, rt, rc in table.foreign_keys}
+        cols = [f"{c.name} -> {refs[c.name]}" if c.name in refs else c.name for c in table.columns]
+        lines.append(f"{table.name}({', '.join(cols)})")
+        if table.name in rows:
+            lines.append(f"  rows: {'; '.join(_row_text(v) for v in rows[table.name][1])}")
+    return "\n".join(lines)
+
+
+def _row_text(row: Sequence[Any]) -> str:
+    return "(" + ", ".join(_value(v) for v in row) + ")"
+
+
+def _row_table(columns: Sequence[str], values: Sequence[Sequence[Any]]) -> str:
+    return "\n".join([" | ".join(columns)] + [" | ".join(_value(v) for v in row) for row in values])
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return "'" + text.replace("'", "''") + "'"
+    return str(value)

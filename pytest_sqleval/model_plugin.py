@@ -1,0 +1,282 @@
+"""pytest glue for the model in the loop: options, ini keys, the ``sqleval_predictor`` and ``sqleval_prediction``
+fixtures, the per-process runtime (thread pool, look-ahead, response cache) and saving predictions.
+
+Precedence of a case's prediction: a predictions file (``--sqleval-predictions`` or the suite's
+``predictions:``) > a model (``--sqleval-model``/ini/suite ``model:``, ``--sqleval-predictor``, or a
+``sqleval_predictor`` fixture overridden in conftest.py) > the suite's ``predicted:``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+RUNTIME_KEY = pytest.StashKey["ModelRuntime"]()
+SAVED_KEY = pytest.StashKey[str]()
+CACHE_MODES = ("use", "refresh", "off", "only")
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a price per 1000 tokens, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from .plugin import positive_float, positive_int  # lazy argparse types: settings load only when used
+
+    group = parser.getgroup("sqleval-model", "text-to-SQL evaluation: the model in the loop (pytest-sqleval)")
+    group.addoption("--sqleval-model", metavar="NAME", default=None,
+                    help="predict with this model through an OpenAI-compatible endpoint (overrides a suite's `model:` name).")
+    group.addoption("--sqleval-model-url", metavar="URL", default=None,
+                    help="the endpoint's base URL, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL, else OpenAI).")
+    group.addoption("--sqleval-model-key-env", metavar="VAR", default=None,
+                    help="the environment variable holding the API key (default OPENAI_API_KEY).")
+    group.addoption("--sqleval-model-concurrency", metavar="N", type=positive_int, default=None,
+                    help="model calls at once per process (default 4; each xdist worker has its own).")
+    group.addoption("--sqleval-model-timeout", metavar="SECONDS", type=positive_float, default=None,
+                    help="timeout of one model request (default 60).")
+    group.addoption("--sqleval-model-retries", metavar="N", type=_non_negative_int, default=None,
+                    help="retries on 429/5xx/timeouts, with exponential backoff and jitter, honouring Retry-After (default 2).")
+    group.addoption("--sqleval-price-per-1k-input", metavar="PRICE", type=_price, default=None,
+                    help="price of 1000 prompt tokens, for the cost line.")
+    group.addoption("--sqleval-price-per-1k-output", metavar="PRICE", type=_price, default=None,
+                    help="price of 1000 completion tokens, for the cost line.")
+    group.addoption("--sqleval-predictor", metavar="MODULE:FUNCTION", default=None,
+                    help="predict with your own function, called with each case (question, schema, dialect, history, ...).")
+    group.addoption("--sqleval-prompt", metavar="FILE", default=None,
+                    help="a Jinja2 prompt template (overrides the suites' `prompt:`).")
+    group.addoption("--sqleval-cache", metavar="DIR", default=None,
+                    help="the response cache directory (default .sqleval_cache in the rootdir).")
+    group.addoption("--sqleval-cache-mode", choices=CACHE_MODES, default=None,
+                    help="use (default): read and write; refresh: call again and overwrite; off; "
+                         "only: never call, an uncached request is a model_error.")
+    group.addoption("--sqleval-save-predictions", metavar="PATH", default=None,
+                    help="write the model's predictions as JSON Lines, readable by --sqleval-predictions.")
+    for name, text in (
+        ("sqleval_model", "default for --sqleval-model."),
+        ("sqleval_model_url", "default for --sqleval-model-url."),
+        ("sqleval_model_key_env", "default for --sqleval-model-key-env."),
+        ("sqleval_model_concurrency", "default for --sqleval-model-concurrency."),
+        ("sqleval_model_timeout", "default for --sqleval-model-timeout."),
+        ("sqleval_model_retries", "default for --sqleval-model-retries."),
+        ("sqleval_price_per_1k_input", "default for --sqleval-price-per-1k-input."),
+        ("sqleval_price_per_1k_output", "default for --sqleval-price-per-1k-output."),
+        ("sqleval_predictor", "default for --sqleval-predictor."),
+        ("sqleval_prompt", "default for --sqleval-prompt."),
+        ("sqleval_cache", "default for --sqleval-cache."),
+        ("sqleval_cache_mode", "default for --sqleval-cache-mode."),
+        ("sqleval_save_predictions", "default for --sqleval-save-predictions."),
+    ):
+        parser.addini(name, help=text)
+
+
+# --------------------------------------------------------------------------- settings
+def resolve_model_settings(config: pytest.Config):
+    """Command line > ini for the run-wide settings (a suite's `model:` sits between, per field)."""
+    from .model.config import DEFAULT_CONCURRENCY, ModelConfig, read_prompt_file
+    from .model.runtime import ModelSettings
+    from .settings import positive_float, positive_int
+
+    def ini(name: str):
+        value = config.getini(name)
+        return value.strip() if isinstance(value, str) and value.strip() else None
+
+    def ini_number(name: str, parse):
+        value = ini(name)
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(f"ini option {name}: {exc}") from None
+
+    option = config.option
+    cli = ModelConfig(
+        name=option.sqleval_model, url=option.sqleval_model_url, key_env=option.sqleval_model_key_env,
+        timeout=option.sqleval_model_timeout, retries=option.sqleval_model_retries,
+        price_per_1k_input=option.sqleval_price_per_1k_input, price_per_1k_output=option.sqleval_price_per_1k_output,
+    )
+    from_ini = ModelConfig(
+        name=ini("sqleval_model"), url=ini("sqleval_model_url"), key_env=ini("sqleval_model_key_env"),
+        timeout=ini_number("sqleval_model_timeout", positive_float),
+        retries=ini_number("sqleval_model_retries", _non_negative_int),
+        price_per_1k_input=ini_number("sqleval_price_per_1k_input", _price),
+        price_per_1k_output=ini_number("sqleval_price_per_1k_output", _price),
+    )
+    for model in (cli, from_ini):
+        if model.key_env and not os.environ.get(model.key_env):
+            raise pytest.UsageError(f"--sqleval-model-key-env {model.key_env}: the environment variable is not set; "
+                                    f"export {model.key_env}=... before running pytest")
+    cache_mode = option.sqleval_cache_mode or ini("sqleval_cache_mode") or "use"
+    if cache_mode not in CACHE_MODES:
+        raise pytest.UsageError(f"ini option sqleval_cache_mode: {cache_mode!r} is not one of {', '.join(CACHE_MODES)}")
+    rootdir = Path(config.rootpath)
+    cache_dir = option.sqleval_cache or ini("sqleval_cache")
+    cache_path = (Path(cache_dir) if cache_dir else rootdir / ".sqleval_cache")
+    if not cache_path.is_absolute():
+        base = Path(config.invocation_params.dir) if option.sqleval_cache else rootdir
+        cache_path = base / cache_path
+    prompt = None
+    prompt_file = option.sqleval_prompt or ini("sqleval_prompt")
+    if prompt_file:
+        path = Path(prompt_file)
+        if not path.is_absolute():
+            path = (Path(config.invocation_params.dir) if option.sqleval_prompt else rootdir) / path
+        if not path.is_file():
+            raise pytest.UsageError(f"--sqleval-prompt {prompt_file}: file not found")
+        from .errors import SuiteError
+        from .model.prompt import PromptTemplate, TemplateProblem
+
+        try:
+            prompt = read_prompt_file(path)
+            PromptTemplate(prompt)
+        except SuiteError as exc:
+            raise pytest.UsageError(exc.render()) from None
+        except TemplateProblem as exc:
+            raise pytest.UsageError(f"{path}: bad prompt template: {exc}\n  fix: {exc.fix}") from None
+    save = option.sqleval_save_predictions or ini("sqleval_save_predictions")
+    return ModelSettings(
+        cli=cli, ini=from_ini,
+        predictor=option.sqleval_predictor or ini("sqleval_predictor"),
+        prompt=prompt,
+        cache_dir=cache_path,
+        cache_mode=cache_mode,
+        concurrency=option.sqleval_model_concurrency or ini_number("sqleval_model_concurrency", positive_int)
+        or DEFAULT_CONCURRENCY,
+        save_predictions=Path(save) if save else None,
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    from .plugin import STATE_KEY
+
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    from .model.runtime import ModelRuntime
+
+    settings = resolve_model_settings(config)
+    worker = hasattr(config, "workerinput")
+    runtime = ModelRuntime(settings, state, worker=worker, dist=config.getvalue("dist") if worker else None)
+    if settings.predictor:
+        runtime.user_function = _load_predictor(config, settings.predictor)
+    config.stash[RUNTIME_KEY] = runtime
+
+
+def _load_predictor(config: pytest.Config, spec: str):
+    from .model.predictors import PredictorSpecError, load_callable
+
+    try:
+        return load_callable(spec, search=[Path(config.invocation_params.dir), Path(config.rootpath)])
+    except PredictorSpecError as exc:
+        raise pytest.UsageError(f"{exc}\n  fix: give an importable module:function (the module's directory must be on "
+                                "sys.path, e.g. the rootdir)") from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    runtime = config.stash.get(RUNTIME_KEY, None)
+    if runtime is not None:
+        runtime.close()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    runtime = config.stash.get(RUNTIME_KEY, None)
+    if runtime is None:
+        return None
+    s = runtime.settings
+    if s.predictor:
+        who = f"predictor {s.predictor}"
+    elif s.cli.name or s.ini.name:
+        model = s.cli.merged_over(s.ini)
+        who = f"model {model.name} at {model.endpoint}"
+    else:
+        return None
+    return [f"sqleval model: {who}, {s.concurrency} calls at once per process, cache {s.cache_mode} ({s.cache_dir})"]
+
+
+# --------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="session")
+def sqleval_predictor(request: pytest.FixtureRequest):
+    """The callable that predicts SQL for a case; override it in conftest.py with your own::
+
+        @pytest.fixture(scope="session")
+        def sqleval_predictor():
+            def predict(case):          # case.question, case.schema, case.dialect, case.history, case.evidence, ...
+                return my_model(case.messages)   # SQL text, None, or {"sql": ..., "tokens": {...}, ...}
+            return predict
+
+    The default is ``--sqleval-predictor module:function`` when given, else the built-in OpenAI-compatible client
+    for suites that name a model, else None (the suites' ``predicted:`` are scored).
+    """
+    runtime = request.config.stash.get(RUNTIME_KEY, None)
+    if runtime is None:
+        return None
+    from .model.runtime import DefaultPredictor
+
+    function = getattr(runtime, "user_function", None)
+    return DefaultPredictor(runtime, function, runtime.settings.predictor if function is not None else None)
+
+
+@pytest.fixture
+def sqleval_prediction(request: pytest.FixtureRequest, sqleval_predictor):
+    """The current case's prediction, resolved in the call phase (the model call may already be under way)."""
+    runtime = request.config.stash.get(RUNTIME_KEY, None)
+    item = request.node
+    from .model.predictors import PredictionResult
+    from .model.runtime import PendingPrediction
+
+    if runtime is None or getattr(item, "case", None) is None:
+        return PendingPrediction.ready(PredictionResult(getattr(item, "prediction", None), "suite"))
+    return runtime.prediction_for(item, sqleval_predictor, request)
+
+
+# --------------------------------------------------------------------------- saving predictions
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    runtime = config.stash.get(RUNTIME_KEY, None)
+    if runtime is None or hasattr(config, "workerinput") or runtime.settings.save_predictions is None:
+        return
+    from .model.usage import save_predictions
+    from .plugin import STATE_KEY
+
+    state = config.stash[STATE_KEY]
+    records = sorted(state.records, key=lambda r: (r["path"], r.get("index", 0)))
+    path = runtime.settings.save_predictions
+    if not path.is_absolute():
+        path = Path(config.invocation_params.dir) / path
+    try:
+        count = save_predictions(path, records)
+    except OSError as exc:
+        config.stash[SAVED_KEY] = f"cannot write the predictions to {path}: {exc}"
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED if session.exitstatus == 0 else session.exitstatus
+        return
+    config.stash[SAVED_KEY] = f"{count} model predictions saved to {path}"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    message = config.stash.get(SAVED_KEY, None)
+    if message:
+        terminalreporter.write_line(f"sqleval: {message}")
+    runtime = config.stash.get(RUNTIME_KEY, None)
+    if runtime is not None and runtime.fatal:
+        terminalreporter.write_line(f"sqleval: the session stopped: {runtime.fatal}", red=True, bold=True)

@@ -1,0 +1,369 @@
+"""SQL policy: rules a prediction must respect whatever its result, checked on its sqlglot tree.
+
+A :class:`Policy` has up to three rules:
+
+- ``tables``: the only tables the query may read (CTE names and derived tables are not tables);
+- ``forbid_columns``: columns the query must not touch, as ``column`` (any table) or ``table.column``;
+  ``SELECT *`` (or ``t.*``) over a table that has a forbidden column is a violation too (with a schema
+  the table's columns are known; without one, a star over any table counts, since it may include them);
+- ``require_filter``: a predicate such as ``tenant_id = 42``. The *filtered tables* are the table the
+  predicate names (``tickets.tenant_id = 42``), else the tables that have all its columns (with a schema),
+  else every table. Every scope (SELECT) that reads a filtered table must have a WHERE that is a
+  conjunction (``a AND b AND ...``) with one conjunct equal to the predicate for that table's alias,
+  compared on the tree after normalising: qualifiers, identifier case, parentheses, and the side of a
+  comparison (``42 = tenant_id`` is ``tenant_id = 42``, ``5 < x`` is ``x > 5``).
+
+No pytest here: :func:`check_policy` returns a :class:`PolicyVerdict` (``passed``, ``violations``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+POLICY_KEYS = ("tables", "forbid_columns", "require_filter")
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be used as written (the message says how to fix it)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    tables: tuple[str, ...] | None = None
+    forbid_columns: tuple[str, ...] = ()
+    require_filter: str | None = None
+
+    @classmethod
+    def from_mapping(cls, value: Any) -> Policy:
+        """Build a policy from ``{tables: [...], forbid_columns: [...], require_filter: "..."}``."""
+        if isinstance(value, Policy):
+            return value
+        if not isinstance(value, Mapping):
+            raise PolicyError("a policy is a mapping {tables: [...], forbid_columns: [...], require_filter: \"...\"}")
+        unknown = [k for k in value if k not in POLICY_KEYS]
+        if unknown:
+            raise PolicyError(f"unknown policy key {unknown[0]!r}; policy keys are: {', '.join(POLICY_KEYS)}")
+        if not value:
+            raise PolicyError(f"the policy is empty; give at least one of: {', '.join(POLICY_KEYS)}")
+        tables = value.get("tables")
+        if tables is not None:
+            tables = _names(tables, "tables", "`tables: [tickets, shops]`")
+        forbid = _names(value.get("forbid_columns") or (), "forbid_columns", "`forbid_columns: [ssn, customers.email]`")
+        for entry in forbid:
+            if entry.count(".") > 1 or entry.startswith(".") or entry.endswith("."):
+                raise PolicyError(f"forbid_columns entry {entry!r} must be `column` or `table.column`")
+        require = value.get("require_filter")
+        if require is not None:
+            if not isinstance(require, str) or not require.strip():
+                raise PolicyError("require_filter must be a SQL predicate such as \"tenant_id = 42\"")
+            _parse_predicate(require, "sqlite")
+        return cls(tables=tables, forbid_columns=forbid, require_filter=require)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.tables is not None:
+            out["tables"] = list(self.tables)
+        if self.forbid_columns:
+            out["forbid_columns"] = list(self.forbid_columns)
+        if self.require_filter is not None:
+            out["require_filter"] = self.require_filter
+        return out
+
+
+def _names(value: Any, key: str, example: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise PolicyError(f"{key} must be a list of names, e.g. {example}")
+    return tuple(v.strip() for v in value)
+
+
+@dataclass(frozen=True)
+class PolicyVerdict:
+    """``passed`` when no rule is violated; ``violations`` says what each broken rule saw."""
+
+    passed: bool
+    violations: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def as_record(self) -> dict[str, Any]:
+        return {"passed": self.passed, "violations": list(self.violations)}
+
+
+def check_policy(sql: str | None, policy: Policy | Mapping[str, Any], *, dialect: str = "sqlite",
+                 schema=None) -> PolicyVerdict:
+    """Check ``sql`` against ``policy``; ``schema`` (a :class:`~pytest_sqleval.schema.Schema`) sharpens
+    star expansion and which tables an unqualified ``require_filter`` concerns."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
+    policy = Policy.from_mapping(policy)
+    if sql is None or not str(sql).strip():
+        return PolicyVerdict(False, ("there is no prediction to check",))
+    try:
+        # (a comment after the last ';' is a bare Semicolon node, not a statement)
+        trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None and not isinstance(t, sqlglot.exp.Semicolon)]
+    except SqlglotError as exc:
+        return PolicyVerdict(False, (f"the prediction cannot be parsed ({dialect}): {_first_line(exc)}",))
+    if len(trees) != 1:
+        return PolicyVerdict(False, (f"the prediction must be one statement, not {len(trees)}",))
+    checker = _Checker(trees[0], policy, dialect, schema)
+    violations = checker.run()
+    return PolicyVerdict(not violations, tuple(violations))
+
+
+# --------------------------------------------------------------------------- the checker
+class _Checker:
+    def __init__(self, tree, policy: Policy, dialect: str, schema) -> None:
+        from sqlglot.optimizer.scope import traverse_scope
+
+        self.tree = tree
+        self.policy = policy
+        self.dialect = dialect
+        self.schema = schema
+        self.scopes = traverse_scope(tree)
+        self.violations: list[str] = []
+
+    def run(self) -> list[str]:
+        if self.policy.tables is not None:
+            self._check_tables()
+        if self.policy.forbid_columns:
+            self._check_columns()
+        if self.policy.require_filter is not None:
+            self._check_filter()
+        return _unique(self.violations)
+
+    # -- helpers -----------------------------------------------------------
+    def _physical_sources(self, scope) -> dict[str, Any]:
+        """alias -> exp.Table for the real tables a scope reads (not CTEs, not derived tables)."""
+        from sqlglot import exp
+
+        return {alias: source for alias, source in scope.sources.items() if isinstance(source, exp.Table)}
+
+    def _all_tables(self) -> list[Any]:
+        tables = []
+        for scope in self.scopes:
+            tables.extend(self._physical_sources(scope).values())
+        return tables
+
+    def _table_columns(self, name: str) -> tuple[str, ...] | None:
+        if self.schema is None:
+            return None
+        table = self.schema.table(name)
+        return tuple(c.lower() for c in table.columns) if table is not None else None
+
+    def _column_table(self, scope, column) -> str | None:
+        """The real table a column of ``scope`` belongs to, or None (derived table, or unknown)."""
+        from sqlglot import exp
+
+        physical = self._physical_sources(scope)
+        qualifier = column.table
+        if qualifier:
+            source = scope.sources.get(qualifier) or scope.sources.get(qualifier.lower())
+            return source.name.lower() if isinstance(source, exp.Table) else None
+        if len(scope.sources) == 1 and physical:
+            return next(iter(physical.values())).name.lower()
+        owners = [t.name.lower() for t in physical.values()
+                  if (cols := self._table_columns(t.name)) is not None and column.name.lower() in cols]
+        return owners[0] if len(owners) == 1 else None
+
+    # -- tables ------------------------------------------------------------
+    def _check_tables(self) -> None:
+        allowed = {t.lower() for t in self.policy.tables or ()}
+        for table in self._all_tables():
+            qualified = ".".join(p for p in (table.db, table.name) if p).lower()
+            if table.name.lower() not in allowed and qualified not in allowed:
+                self.violations.append(
+                    f"reads table {table.name!r}, which the policy does not allow "
+                    f"(allowed: {', '.join(self.policy.tables) or 'none'})"
+                )
+
+    # -- columns -----------------------------------------------------------
+    def _check_columns(self) -> None:
+        from sqlglot import exp
+
+        anywhere = {c.lower() for c in self.policy.forbid_columns if "." not in c}
+        by_table: dict[str, set[str]] = {}
+        for entry in self.policy.forbid_columns:
+            if "." in entry:
+                table, column = entry.lower().split(".")
+                by_table.setdefault(table, set()).add(column)
+        for scope in self.scopes:
+            for column in scope.columns:
+                name = column.name.lower()
+                if not name or isinstance(column.this, exp.Star):
+                    continue
+                if name in anywhere:
+                    self.violations.append(f"uses forbidden column {column.name!r} ({column.sql(self.dialect)})")
+                    continue
+                owner = self._column_table(scope, column)
+                candidates = [owner] if owner else self._possible_owners(scope, column)
+                for table in candidates:
+                    if name in by_table.get(table, ()):
+                        self.violations.append(f"uses forbidden column {table}.{name} ({column.sql(self.dialect)})")
+                        break
+            self._check_stars(scope, anywhere, by_table)
+
+    def _possible_owners(self, scope, column) -> list[str]:
+        """Tables an unresolved column could come from (every real table of the scope when unknown)."""
+        if column.table:
+            return []
+        return [t.name.lower() for t in self._physical_sources(scope).values()]
+
+    def _check_stars(self, scope, anywhere: set[str], by_table: dict[str, set[str]]) -> None:
+        from sqlglot import exp
+
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            return
+        physical = self._physical_sources(scope)
+        for projection in select.expressions:
+            if isinstance(projection, exp.Star):
+                targets = list(physical.values())
+            elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
+                source = physical.get(projection.table)
+                targets = [source] if source is not None else []
+            else:
+                continue
+            for table in targets:
+                forbidden = anywhere | by_table.get(table.name.lower(), set())
+                if not forbidden:
+                    continue
+                columns = self._table_columns(table.name)
+                if columns is None:
+                    self.violations.append(
+                        f"selects * from {table.name!r}, which may include forbidden column(s) "
+                        f"{', '.join(sorted(forbidden))}; list the columns instead"
+                    )
+                    continue
+                hit = [c for c in columns if c in forbidden]
+                if hit:
+                    self.violations.append(
+                        f"selects * from {table.name!r}, which includes forbidden column(s) {', '.join(hit)}"
+                    )
+
+    # -- required filter ---------------------------------------------------
+    def _check_filter(self) -> None:
+        predicate = _parse_predicate(self.policy.require_filter, self.dialect)
+        columns = list(predicate.find_all(_column_type()))
+        qualifiers = {c.table.lower() for c in columns if c.table}
+        needed = {c.name.lower() for c in columns}
+        wanted = self.policy.require_filter
+        for scope in self.scopes:
+            for alias, table in self._physical_sources(scope).items():
+                if not self._is_filtered_table(table.name, qualifiers, needed):
+                    continue
+                if not self._scope_filters(scope, alias, table, predicate, len(self._physical_sources(scope))):
+                    where = ("the query has no WHERE" if scope.expression.args.get("where") is None
+                             else "no top-level AND term of its WHERE equals it")
+                    self.violations.append(
+                        f"reads {table.name!r}{'' if alias == table.name else f' (as {alias})'} without the "
+                        f"required filter `{wanted}` ({where}): {_short(scope.expression.sql(self.dialect))}"
+                    )
+
+    def _is_filtered_table(self, name: str, qualifiers: set[str], needed: set[str]) -> bool:
+        if qualifiers:
+            return name.lower() in qualifiers
+        columns = self._table_columns(name)
+        if columns is None:
+            return True
+        return needed <= set(columns)
+
+    def _scope_filters(self, scope, alias: str, table, predicate, n_tables: int) -> bool:
+        from sqlglot import exp
+
+        where = scope.expression.args.get("where")
+        if where is None:
+            return False
+        target = _normalise(predicate, lambda q, _c: not q or q == table.name.lower())
+        for conjunct in _conjuncts(where.this):
+            def accepts(qualifier: str, column: str) -> bool:
+                if qualifier:
+                    return qualifier == alias.lower() or (alias == table.name and qualifier == table.name.lower())
+                if n_tables == 1 and len(scope.sources) == 1:
+                    return True
+                owner = self._column_table(scope, exp.column(column))
+                return owner == table.name.lower()
+            if _normalise(conjunct, accepts) == target:
+                return True
+        return False
+
+
+def _column_type():
+    from sqlglot import exp
+
+    return exp.Column
+
+
+def _parse_predicate(text: str, dialect: str):
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = sqlglot.parse_one(text, read=dialect)
+    except SqlglotError as exc:
+        raise PolicyError(f"require_filter {text!r} is not a SQL predicate: {_first_line(exc)}") from None
+    from sqlglot import exp
+
+    if isinstance(tree, (exp.Select, exp.Query)) or not list(tree.find_all(exp.Column)):
+        raise PolicyError(f"require_filter {text!r} must be a predicate on a column, e.g. \"tenant_id = 42\"")
+    return tree
+
+
+def _conjuncts(node) -> Iterable[Any]:
+    from sqlglot import exp
+
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        yield from _conjuncts(node.left)
+        yield from _conjuncts(node.right)
+    else:
+        yield node
+
+
+_FLIPPED = {"GT": "LT", "LT": "GT", "GTE": "LTE", "LTE": "GTE"}
+
+
+def _normalise(node, accepts) -> str | None:
+    """A canonical text of a predicate: columns unqualified and lower-cased (None when a column's
+    qualifier is not accepted), parentheses dropped, symmetric comparisons with sorted sides,
+    ordered comparisons with the column on the left."""
+    from sqlglot import exp
+
+    node = node.copy()
+    for paren in list(node.find_all(exp.Paren)):
+        paren.replace(paren.this)
+    while isinstance(node, exp.Paren):
+        node = node.this
+    for column in list(node.find_all(exp.Column)):
+        if not accepts(column.table.lower() if column.table else "", column.name):
+            return None
+        column.replace(exp.column(column.name.lower()))
+    if isinstance(node, (exp.EQ, exp.NEQ)):
+        left, right = sorted((node.left.sql(), node.right.sql()))
+        return f"{type(node).__name__}({left}, {right})"
+    if isinstance(node, (exp.GT, exp.LT, exp.GTE, exp.LTE)):
+        left, right = node.left, node.right
+        if not isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            return f"{_FLIPPED[type(node).__name__]}({right.sql()}, {left.sql()})"
+        return f"{type(node).__name__}({left.sql()}, {right.sql()})"
+    return node.sql()
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    return [i for i in items if not (i in seen or seen.add(i))]
+
+
+def _short(sql: str, width: int = 100) -> str:
+    text = " ".join(sql.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

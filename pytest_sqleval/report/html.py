@@ -1,0 +1,303 @@
+"""One self-contained HTML file from a ``sqleval-report/1`` dict.
+
+Nothing is loaded from the network: the page inlines its CSS, the data (as a
+JSON script element) and Chart.js (MIT, vendored from npm's ``chart.js``
+package in ``report/static/``). It shows the gates, the overall and per-suite
+metrics with their intervals and baseline deltas, charts of the metrics by
+difficulty, tag and turn, current against baseline, the error kinds and miss
+reasons, and a table with one row per case, filterable by suite, outcome,
+reason, difficulty, tag and "regressed", each row opening onto the question,
+both SQL texts and the result diff.
+
+The templates are Jinja2 (``report/templates/report.html.j2``), autoescaped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import view
+
+CHART_JS = "chart.umd.min.js"
+#: Result rows shown per side in a case's diff.
+DIFF_ROWS = 10
+
+
+def render_html(report: dict[str, Any]) -> str:
+    template = _environment().get_template("report.html.j2")
+    data = chart_data(report)
+    return template.render(
+        report=report,
+        title=_title(report),
+        verdict=view.verdict_line(report),
+        commit=view.commit_label(report),
+        chart_suite=_chart_suite(report),
+        failed=bool(view.failed_gates(report)),
+        gates=view.gates(report),
+        baseline=view.baseline(report),
+        overall=_overall(report),
+        suites=[_suite(report, s) for s in report.get("suites", [])],
+        cases=_cases(report),
+        filters=_filters(report),
+        outcomes=view.overall_outcomes(report),
+        data_json=_script_json(data),
+        chart_js=_static(CHART_JS).replace("</script", "<\\/script"),
+        fmt=view.fmt,
+        fmt_delta=view.fmt_delta,
+        fmt_interval=view.fmt_interval,
+        fmt_p=view.fmt_p,
+    )
+
+
+def write_html(path: str | os.PathLike, report: dict[str, Any]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(report), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- resources
+@lru_cache(maxsize=1)
+def _environment():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("pytest_sqleval.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+@lru_cache(maxsize=4)
+def _static(name: str) -> str:
+    return resources.files("pytest_sqleval.report").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _script_json(data: Any) -> str:
+    """JSON that is safe inside a <script> element (no "</script>", no HTML comment openers)."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _chart_suite(report: dict[str, Any]) -> int:
+    """The suite the charts open on: the one with the most regressed cases, else the first failed, else the largest."""
+    suites = report.get("suites", [])
+    if not suites:
+        return 0
+    regressed = [len(view.pairs(report, s.get("name", "")).get("regressed") or []) for s in suites]
+    if max(regressed) > 0:
+        return regressed.index(max(regressed))
+    failed = [i for i, s in enumerate(suites) if not s.get("passed", True)]
+    if failed:
+        return failed[0]
+    sizes = [s.get("cases", 0) for s in suites]
+    return sizes.index(max(sizes))
+
+
+def _title(report: dict[str, Any]) -> str:
+    names = [s.get("name", "?") for s in report.get("suites", [])]
+    return "sqleval: " + (", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") if names else "no suites")
+
+
+# --------------------------------------------------------------------------- tables
+def _metric_rows(metrics: dict[str, Any], intervals: dict[str, Any], by_gold: dict[str, Any] | None,
+                 base: dict[str, Any] | None) -> list[dict[str, Any]]:
+    rows = []
+    for key in view.metric_keys(metrics):
+        comparison = view.baseline_metric(base, key) or {}
+        rows.append({
+            "key": key,
+            "label": view.label(key),
+            "value": metrics[key],
+            "interval": intervals.get(key),
+            "by_gold": (by_gold or {}).get(key),
+            "baseline": comparison.get("baseline"),
+            "delta": comparison.get("delta"),
+            "delta_ci": comparison.get("ci"),
+            "p_value": comparison.get("p_value"),
+            "test": comparison.get("test"),
+        })
+    return rows
+
+
+def _overall(report: dict[str, Any]) -> dict[str, Any] | None:
+    overall = report.get("overall")
+    if not isinstance(overall, dict) or not overall.get("metrics") or len(report.get("suites", [])) < 2:
+        return None  # one suite: its own table says it all
+    base = view.baseline(report)
+    return {
+        "cases": overall.get("cases"),
+        "rows": _metric_rows(overall.get("metrics") or {}, overall.get("intervals") or {}, None,
+                             (base or {}).get("overall")),
+        "has_intervals": bool(overall.get("intervals")),
+    }
+
+
+def _suite(report: dict[str, Any], suite: dict[str, Any]) -> dict[str, Any]:
+    name = suite.get("name", "?")
+    pairs = view.pairs(report, name)
+    return {
+        "name": name,
+        "path": suite.get("path", ""),
+        "cases": suite.get("cases", 0),
+        "passed": suite.get("passed", True),
+        "outcomes": {k: v for k, v in (suite.get("outcomes") or {}).items() if v},
+        "rows": _metric_rows(suite.get("metrics") or {}, suite.get("intervals") or {}, suite.get("by_gold_sql") or {},
+                             view.baseline_suite(report, name)),
+        "has_intervals": bool(suite.get("intervals")),
+        "errors_by_kind": (suite.get("metrics") or {}).get("errors_by_kind") or {},
+        "pairs": {k: len(pairs.get(k) or []) for k in ("regressed", "fixed", "still_missed", "still_passed", "new", "removed")}
+        if pairs else None,
+    }
+
+
+def _cases(report: dict[str, Any]) -> list[dict[str, Any]]:
+    regressed = view.regressed_ids(report)
+    in_baseline = view.baseline_passed(report)
+    has_baseline = view.baseline(report) is not None
+    rows = []
+    for case in report.get("cases", []):
+        key = (case.get("suite"), case.get("id"))
+        miss = case.get("outcome") in view.MISS_OUTCOMES or case.get("outcome") == "error"
+        if not has_baseline:
+            base = None
+        elif key in in_baseline:
+            base = "passed" if in_baseline[key] else "missed"
+        else:
+            base = "new"
+        mismatch = case.get("mismatch") if isinstance(case.get("mismatch"), dict) else None
+        rows.append({
+            "case": case,
+            "tags": [str(t) for t in case.get("tags") or []],
+            "reason": view.reason_key(case) if miss else "",
+            "reason_text": view.reason_text(case) if miss else "",
+            "regressed": key in regressed,
+            "baseline": base,
+            "gold_table": _table(mismatch, "gold") if mismatch else None,
+            "predicted_table": _table(mismatch, "predicted") if mismatch else None,
+            "gold_only": [_cells(r) for r in (mismatch or {}).get("gold_only_rows") or []][:DIFF_ROWS],
+            "predicted_only": [_cells(r) for r in (mismatch or {}).get("predicted_only_rows") or []][:DIFF_ROWS],
+            "wrong_clauses": [k for k, ok in (case.get("clauses") or {}).items() if not ok],
+        })
+    return rows
+
+
+def _table(mismatch: dict[str, Any], side: str) -> dict[str, Any]:
+    shape = mismatch.get(f"{side}_shape") or [0, 0]
+    return {
+        "columns": [str(c) for c in mismatch.get(f"{side}_columns") or []],
+        "rows": [_cells(r) for r in (mismatch.get(f"{side}_head") or [])[:DIFF_ROWS]],
+        "shape": shape,
+    }
+
+
+def _cells(row: Any) -> list[str]:
+    return ["NULL" if v is None else str(v) for v in (row if isinstance(row, (list, tuple)) else [row])]
+
+
+def _filters(report: dict[str, Any]) -> dict[str, list[str]]:
+    cases = report.get("cases", [])
+    order = {"easy": 0, "medium": 1, "hard": 2, "extra": 3}
+    return {
+        "suite": [s.get("name", "?") for s in report.get("suites", [])],
+        "outcome": sorted({str(c.get("outcome")) for c in cases}),
+        "reason": sorted({view.reason_key(c) for c in cases
+                          if c.get("outcome") in view.MISS_OUTCOMES or c.get("outcome") == "error"}),
+        "difficulty": sorted({str(c.get("difficulty")) for c in cases if c.get("difficulty")},
+                             key=lambda d: (order.get(d, 9), d)),
+        "tag": sorted({str(t) for c in cases for t in c.get("tags") or []}),
+    }
+
+
+# --------------------------------------------------------------------------- charts
+def chart_data(report: dict[str, Any]) -> dict[str, Any]:
+    """The numbers each chart draws, per suite (all taken from the report, nothing recomputed but baseline shares)."""
+    in_baseline = view.baseline_passed(report)
+    has_baseline = view.baseline(report) is not None
+    suites = []
+    for suite in report.get("suites", []):
+        name = suite.get("name", "?")
+        cases = view.cases_of(report, name)
+        metrics = suite.get("metrics") or {}
+        intervals = suite.get("intervals") or {}
+        base = view.baseline_suite(report, name)
+        shares = [k for k in view.metric_keys(metrics) if dict((m, kind) for m, _, kind in view.METRICS).get(k) in ("rate", "mean")]
+        entry: dict[str, Any] = {
+            "name": name,
+            "metrics": {
+                "labels": [view.label(k) for k in shares],
+                "current": [metrics[k] for k in shares],
+                "intervals": [intervals.get(k) for k in shares],
+                "baseline": [(view.baseline_metric(base, k) or {}).get("baseline") for k in shares] if has_baseline else None,
+                "p_values": [(view.baseline_metric(base, k) or {}).get("p_value") for k in shares] if has_baseline else None,
+            },
+            "by_difficulty": _breakdown(suite.get("by_difficulty") or {}, cases, "difficulty", in_baseline, has_baseline),
+            "by_tag": _breakdown(suite.get("by_tag") or {}, cases, "tag", in_baseline, has_baseline),
+            "by_turn": _turns(suite.get("by_turn") or {}, cases, in_baseline, has_baseline),
+            "errors": dict(metrics.get("errors_by_kind") or {}),
+            "reasons": {reason: len(group) for reason, group in view.misses_by_reason(cases).items()},
+        }
+        suites.append(entry)
+    return {"suites": suites, "baseline": has_baseline}
+
+
+def _breakdown(breakdown: dict[str, Any], cases: list[dict[str, Any]], by: str,
+               in_baseline: dict[tuple[str, str], bool], has_baseline: bool) -> dict[str, Any] | None:
+    if not breakdown:
+        return None
+    levels = list(breakdown)
+    series = {}
+    for key, head in (("execution_accuracy", "EX"), ("soft_f1", "soft F1"), ("exact_match", "EM")):
+        if any(key in row for row in breakdown.values()):
+            series[head] = [breakdown[level].get(key) for level in levels]
+    entry: dict[str, Any] = {"labels": levels, "series": series, "counts": [breakdown[level].get("cases") for level in levels]}
+    if has_baseline:
+        entry["paired_pass_rate"] = _paired_pass_rate(levels, cases, by, in_baseline)
+    return entry
+
+
+def _paired_pass_rate(levels: list[str], cases: list[dict[str, Any]], by: str,
+                      in_baseline: dict[tuple[str, str], bool]) -> dict[str, list[float | None]]:
+    """The pass rate now and in the baseline per group, over the cases present in both runs."""
+    now, then = [], []
+    for level in levels:
+        paired = [c for c in cases if _in_group(c, by, level) and (c.get("suite"), c.get("id")) in in_baseline]
+        now.append(_share([c.get("outcome") == "passed" for c in paired]))
+        then.append(_share([in_baseline[(c.get("suite"), c.get("id"))] for c in paired]))
+    return {"current": now, "baseline": then}
+
+
+def _in_group(case: dict[str, Any], by: str, level: str) -> bool:
+    if by == "difficulty":
+        return str(case.get("difficulty")) == level
+    if by == "turn":
+        turn = case.get("turn")
+        return isinstance(turn, int) and (str(turn) if turn <= 4 else ">4") == level
+    return level in [str(t) for t in case.get("tags") or []]
+
+
+def _share(flags: list[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
+def _turns(by_turn: dict[str, Any], cases: list[dict[str, Any]], in_baseline: dict[tuple[str, str], bool],
+           has_baseline: bool) -> dict[str, Any] | None:
+    if not by_turn:
+        return None
+    levels = list(by_turn)
+    series = {}
+    for key, head in (("question_match", "question match"), ("execution_accuracy", "EX")):
+        if any(key in row for row in by_turn.values()):
+            series[head] = [by_turn[level].get(key) for level in levels]
+    entry: dict[str, Any] = {"labels": [f"turn {level}" for level in levels], "series": series,
+                             "counts": [by_turn[level].get("turns") for level in levels]}
+    if has_baseline:
+        entry["paired_pass_rate"] = _paired_pass_rate(levels, cases, "turn", in_baseline)
+    return entry

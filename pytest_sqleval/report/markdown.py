@@ -1,0 +1,287 @@
+"""GitHub-flavoured Markdown from a ``sqleval-report/1`` dict: a step summary or a PR comment.
+
+``render_markdown(report)`` returns the text; ``write_markdown(path, report)``
+writes it, appending when ``path`` is the file named by ``$GITHUB_STEP_SUMMARY``
+(GitHub Actions collects a step's summary from that file; other writers in the
+same step must not be overwritten) and overwriting otherwise.
+
+Layout: a headline with the gate verdict; the overall metrics (micro-averaged
+across suites, when the report has them); every gate verdict; then per suite:
+its metrics with 95% intervals and the baseline's delta, interval and p-value,
+the breakdowns by difficulty, tag and turn, the regressed cases and the misses
+grouped by reason. Long lists sit in ``<details>`` blocks so a PR comment stays
+short; every list is capped so the text stays under GitHub's comment limit.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Any
+
+from . import view
+
+#: Cases listed per miss reason (and regressed cases per suite) before "... and N more".
+LIST_LIMIT = 30
+#: GitHub refuses PR comments over 65536 characters: the lists shrink until the text fits.
+MAX_CHARS = 65000
+SQL_LIMIT = 300
+
+
+def cell(value: Any) -> str:
+    """Text safe inside a GitHub table cell: HTML-escaped, pipes escaped, one line."""
+    text = html.escape(" ".join(str(value).split()), quote=False)
+    return text.replace("|", "\\|")
+
+
+def code(value: Any, limit: int = SQL_LIMIT) -> str:
+    """Inline code that survives backticks, pipes and angle brackets (an HTML <code> element)."""
+    text = " ".join(str(value).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return "<code>" + html.escape(text, quote=False).replace("|", "&#124;") + "</code>"
+
+
+def render_markdown(report: dict[str, Any], *, max_chars: int = MAX_CHARS) -> str:
+    """The Markdown text; lists are shortened (30, 10, 3, then no ids per group) until it fits ``max_chars``."""
+    text = ""
+    for list_limit in (LIST_LIMIT, 10, 3, 0):
+        lines: list[str] = []
+        _headline(lines, report)
+        _warnings(lines, report)
+        _overall(lines, report)
+        _gates(lines, report)
+        for suite in report.get("suites", []):
+            _suite(lines, report, suite, list_limit)
+        text = "\n".join(lines).rstrip() + "\n"
+        if len(text) <= max_chars:
+            break
+    return text
+
+
+def write_markdown(path: str | os.PathLike, report: dict[str, Any]) -> Path:
+    path = Path(path)
+    text = render_markdown(report)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if is_step_summary(path):
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text if path.stat().st_size == 0 else "\n" + text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def is_step_summary(path: str | os.PathLike) -> bool:
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary:
+        return False
+    try:
+        return Path(path).resolve() == Path(summary).resolve()
+    except OSError:  # pragma: no cover - unresolvable paths are simply not the summary
+        return False
+
+
+# --------------------------------------------------------------------------- sections
+def _headline(lines: list[str], report: dict[str, Any]) -> None:
+    failed = view.failed_gates(report)
+    mark = "❌" if failed else "✅"
+    lines.append(f"## {mark} sqleval: {view.verdict_line(report)}")
+    lines.append("")
+    outcomes = view.overall_outcomes(report)
+    total = sum(s.get("cases", 0) for s in report.get("suites", []))
+    parts = ", ".join(f"{n} {name}" for name, n in outcomes.items() if n)
+    suites = report.get("suites", [])
+    line = f"**{total} cases** in {len(suites)} suite{'s' if len(suites) != 1 else ''}"
+    if parts:
+        line += f": {parts}"
+    commit = view.commit_label(report)
+    if commit:
+        line += f" · commit {code(commit)}"
+    base = view.baseline(report)
+    if base is not None:
+        line += f" · compared with baseline {code(base.get('path', '?'))}"
+        regressed = sum(len((s.get("pairs") or {}).get("regressed", []) or []) for s in base.get("suites", []) or [])
+        fixed = sum(len((s.get("pairs") or {}).get("fixed", []) or []) for s in base.get("suites", []) or [])
+        line += f" ({regressed} regressed, {fixed} fixed)"
+    lines.append(line)
+    lines.append("")
+
+
+def _overall(lines: list[str], report: dict[str, Any]) -> None:
+    overall = report.get("overall")
+    if not isinstance(overall, dict) or not overall.get("metrics") or len(report.get("suites", [])) < 2:
+        return  # one suite: its own table says it all
+    lines.append(f"### Overall ({overall.get('cases', '?')} cases, micro-averaged across suites)")
+    lines.append("")
+    base = view.baseline(report)
+    _metrics_table(lines, overall.get("metrics") or {}, overall.get("intervals") or {}, None,
+                   (base or {}).get("overall") if base is not None else None, baseline_present=base is not None)
+
+
+def _gates(lines: list[str], report: dict[str, Any]) -> None:
+    found = view.gates(report)
+    if not found:
+        return
+    lines.append(f"### Gates ({view.verdict_line(report)})")
+    lines.append("")
+    lines.append("| | gate | value | limit | verdict |")
+    lines.append("|---|---|---:|---:|---|")
+    for gate in found:
+        mark = "✅" if gate.get("passed") else "❌"
+        lines.append(f"| {mark} | {cell(gate.get('name', ''))} | {cell(view.fmt(gate.get('value')))} | "
+                     f"{cell(view.fmt(gate.get('limit')))} | {cell(gate.get('message', ''))} |")
+    lines.append("")
+
+
+def _suite(lines: list[str], report: dict[str, Any], suite: dict[str, Any], list_limit: int) -> None:
+    name = suite.get("name", "?")
+    mark = "✅" if suite.get("passed", True) else "❌"
+    lines.append(f"### {mark} Suite {code(name)}")
+    lines.append("")
+    outcomes = ", ".join(f"{n} {o}" for o, n in (suite.get("outcomes") or {}).items() if n)
+    n = suite.get("cases", 0)
+    lines.append(f"{code(suite.get('path', ''))}: {n} case{'s' if n != 1 else ''} ({outcomes})")
+    lines.append("")
+    base = view.baseline_suite(report, name)
+    _metrics_table(lines, suite.get("metrics") or {}, suite.get("intervals") or {}, suite.get("by_gold_sql") or {},
+                   base, baseline_present=view.baseline(report) is not None)
+    errors = (suite.get("metrics") or {}).get("errors_by_kind") or {}
+    if errors:
+        lines.append("Errors by kind: " + ", ".join(f"{cell(k)} {n}" for k, n in errors.items()))
+        lines.append("")
+    _breakdowns(lines, suite)
+    cases = view.cases_of(report, name)
+    _regressed(lines, report, name, cases, list_limit)
+    _misses(lines, cases, list_limit)
+
+
+def _metrics_table(lines: list[str], metrics: dict[str, Any], intervals: dict[str, Any], by_gold: dict[str, Any] | None,
+                   base: dict[str, Any] | None, *, baseline_present: bool) -> None:
+    keys = view.metric_keys(metrics)
+    if not keys:
+        return
+    header = ["metric", "value"]
+    align = ["---", "---:"]
+    if intervals:
+        header.append("95% CI")
+        align.append("---")
+    if by_gold is not None:
+        header.append("per gold SQL")
+        align.append("---:")
+    if baseline_present:
+        header += ["baseline", "Δ", "Δ 95% CI", "p"]
+        align += ["---:", "---:", "---", "---:"]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "|".join(align) + "|")
+    for key in keys:
+        row = [cell(view.label(key)), view.fmt(metrics[key])]
+        if intervals:
+            row.append(view.fmt_interval(intervals.get(key)))
+        if by_gold is not None:
+            row.append(view.fmt(by_gold.get(key)))
+        if baseline_present:
+            comparison = view.baseline_metric(base, key)
+            if comparison is None:
+                row += ["–", "–", "–", "–"]
+            else:
+                delta = comparison.get("delta")
+                arrow = "" if not delta else (" ▲" if delta > 0 else " ▼")
+                row += [view.fmt(comparison.get("baseline")), view.fmt_delta(delta) + arrow,
+                        view.fmt_interval(comparison.get("ci")), view.fmt_p(comparison.get("p_value"))]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+
+
+def _breakdowns(lines: list[str], suite: dict[str, Any]) -> None:
+    columns = (("question_match", "QM"), ("execution_accuracy", "EX"), ("soft_f1", "soft F1"), ("exact_match", "EM"),
+               ("valid_syntax", "valid"), ("error_count", "errors"))
+    for title, key, count_key in (("difficulty", "by_difficulty", "cases"), ("tag", "by_tag", "cases"),
+                                  ("turn", "by_turn", "turns")):
+        breakdown = suite.get(key) or {}
+        if not breakdown:
+            continue
+        present = [(k, head) for k, head in columns if any(k in row for row in breakdown.values())]
+        lines.append(f"<details><summary>By {title} ({len(breakdown)})</summary>")
+        lines.append("")
+        lines.append(f"| {title} | {count_key} | " + " | ".join(head for _, head in present) + " |")
+        lines.append("|---|---:|" + "|".join("---:" for _ in present) + "|")
+        for level, row in breakdown.items():
+            cells = " | ".join(view.fmt(row.get(k)) for k, _ in present)
+            lines.append(f"| {cell(level)} | {row.get(count_key, '')} | {cells} |")
+        lines.append("")
+        lines.append("</details>")
+        lines.append("")
+
+
+def _regressed(lines: list[str], report: dict[str, Any], name: str, cases: list[dict[str, Any]],
+               list_limit: int) -> None:
+    if view.baseline(report) is None:
+        return
+    if view.baseline_suite(report, name) is None:
+        lines.append("Not in the baseline: every case is new.")
+        lines.append("")
+        return
+    pairs = view.pairs(report, name)
+    regressed = list(pairs.get("regressed", []) or [])
+    summary = ", ".join(f"{len(pairs.get(k) or [])} {k.replace('_', ' ')}"
+                        for k in ("regressed", "fixed", "still_missed", "still_passed", "new", "removed"))
+    lines.append(f"Against the baseline: {summary}.")
+    lines.append("")
+    if not regressed:
+        return
+    by_id = {c.get("id"): c for c in cases}
+    lines.append(f"<details open><summary><b>Regressed cases ({len(regressed)})</b>: passed in the baseline, missed now</summary>")
+    lines.append("")
+    for case_id in regressed[:list_limit]:
+        case = by_id.get(case_id)
+        reason = f": {cell(view.reason_text(case))}" if case else ""
+        lines.append(f"- {code(case_id)}{reason}")
+    if len(regressed) > list_limit:
+        lines.append(f"- … and {len(regressed) - list_limit} more (all of them are in the JSON report)")
+    lines.append("")
+    lines.append("</details>")
+    lines.append("")
+    fixed = list(pairs.get("fixed", []) or [])
+    if fixed:
+        shown = ", ".join(code(c) for c in fixed[:list_limit])
+        hidden = len(fixed) - list_limit
+        more = "" if hidden <= 0 else f" and {hidden} more" if shown else f"{hidden} cases (all of them are in the JSON report)"
+        lines.append(f"<details><summary>Fixed cases ({len(fixed)})</summary>")
+        lines.append("")
+        lines.append(shown + more)
+        lines.append("")
+        lines.append("</details>")
+        lines.append("")
+
+
+def _misses(lines: list[str], cases: list[dict[str, Any]], list_limit: int) -> None:
+    groups = view.misses_by_reason(cases)
+    if not groups:
+        return
+    total = sum(len(g) for g in groups.values())
+    overview = ", ".join(f"{cell(reason)} {len(group)}" for reason, group in groups.items())
+    lines.append(f"<details><summary><b>Misses by reason ({total})</b>: {overview}</summary>")
+    lines.append("")
+    for reason, group in groups.items():
+        lines.append(f"**{cell(reason)}** ({len(group)})")
+        lines.append("")
+        for case in group[:list_limit]:
+            lines.append(f"- {code(case.get('id'))}: {cell(view.reason_text(case))}")
+        if len(group) > list_limit:
+            lines.append(f"- … and {len(group) - list_limit} more (all of them are in the JSON report)")
+        lines.append("")
+    lines.append("</details>")
+    lines.append("")
+
+
+def _warnings(lines: list[str], report: dict[str, Any]) -> None:
+    base = view.baseline(report)
+    warnings = list((base or {}).get("warnings") or [])
+    if not warnings:
+        return
+    for warning in warnings:
+        lines.append(f"> ⚠️ {cell(warning)}")
+        lines.append(">")
+    lines.pop()
+    lines.append("")

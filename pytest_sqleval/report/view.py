@@ -1,0 +1,234 @@
+"""Read-only views of a ``sqleval-report/1`` dict shared by the Markdown and HTML renderers.
+
+Everything here takes the JSON report (as written by ``--sqleval-json``) and
+tolerates the optional blocks being absent: ``suites[i].intervals``,
+``overall``, ``gates`` and ``baseline`` are rendered when present and skipped
+when not, so an older report renders too.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+#: Metrics in display order: (key, label, kind) where kind is "rate", "mean" or "count".
+METRICS = (
+    ("execution_accuracy", "execution accuracy", "rate"),
+    ("test_suite_accuracy", "test-suite accuracy", "rate"),
+    ("soft_f1", "soft F1", "mean"),
+    ("bird_soft_f1", "BIRD soft F1", "mean"),
+    ("r_ves", "R-VES", "mean"),
+    ("exact_match", "exact match", "rate"),
+    ("valid_syntax", "valid syntax", "rate"),
+    ("question_match", "question match", "rate"),
+    ("interaction_match", "interaction match", "rate"),
+    ("interaction_execution_accuracy", "interaction EX", "rate"),
+    ("pass_rate", "pass rate", "rate"),
+    ("error_count", "errors", "count"),
+    ("vacuous", "vacuous matches", "count"),
+)
+METRIC_LABELS = {key: label for key, label, _ in METRICS}
+MISS_OUTCOMES = ("missed", "failed")
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def fmt_delta(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:+d}"
+    return f"{value:+.{digits}f}"
+
+
+def fmt_interval(interval: Any, digits: int = 4) -> str:
+    if not interval or len(interval) != 2 or interval[0] is None or interval[1] is None:
+        return "–"
+    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+
+
+def fmt_p(value: Any) -> str:
+    if value is None:
+        return "–"
+    if value < 0.0001:
+        return "<0.0001"
+    return f"{value:.4f}"
+
+
+def metric_keys(metrics: dict[str, Any]) -> list[str]:
+    """The metrics of a suite (or the overall block) in display order, numeric values only."""
+    known = [key for key, _, _ in METRICS if isinstance(metrics.get(key), (int, float)) and not isinstance(metrics.get(key), bool)]
+    extra = sorted(k for k, v in metrics.items()
+                   if k not in METRIC_LABELS and isinstance(v, (int, float)) and not isinstance(v, bool))
+    return known + extra
+
+
+def label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric)
+
+
+# --------------------------------------------------------------------------- gates
+def gates(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every gate verdict: ``report["gates"]`` when present, else the suites' threshold verdicts."""
+    if isinstance(report.get("gates"), list):
+        return list(report["gates"])
+    found = []
+    for suite in report.get("suites", []):
+        for verdict in suite.get("thresholds", []) or []:
+            limit = verdict.get("min", verdict.get("max"))
+            op = ">=" if "min" in verdict else "<="
+            passed = bool(verdict.get("passed"))
+            value = verdict.get("value")
+            message = (f"{'PASS' if passed else 'FAIL'} {verdict.get('metric')} {fmt(value)} "
+                       f"{op if passed else ('<' if op == '>=' else '>')} {fmt(limit)}")
+            found.append({
+                "name": f"{suite.get('name')}::{verdict.get('metric')}",
+                "kind": "threshold",
+                "suite": suite.get("name"),
+                "metric": verdict.get("metric"),
+                "value": value,
+                "limit": limit,
+                "passed": passed,
+                "message": message,
+            })
+    return found
+
+
+def failed_gates(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [g for g in gates(report) if not g.get("passed")]
+
+
+# --------------------------------------------------------------------------- baseline
+def baseline(report: dict[str, Any]) -> dict[str, Any] | None:
+    block = report.get("baseline")
+    return block if isinstance(block, dict) else None
+
+
+def baseline_suite(report: dict[str, Any], name: str) -> dict[str, Any] | None:
+    block = baseline(report)
+    if block is None:
+        return None
+    for suite in block.get("suites", []) or []:
+        if suite.get("name") == name:
+            return suite
+    return None
+
+
+def baseline_metric(block: dict[str, Any] | None, metric: str) -> dict[str, Any] | None:
+    if not block:
+        return None
+    value = (block.get("metrics") or {}).get(metric)
+    return value if isinstance(value, dict) else None
+
+
+def pairs(report: dict[str, Any], suite: str) -> dict[str, list[str]]:
+    block = baseline_suite(report, suite)
+    return dict((block or {}).get("pairs") or {})
+
+
+def regressed_ids(report: dict[str, Any]) -> set[tuple[str, str]]:
+    """(suite, case id) of every case that passed in the baseline and misses now."""
+    found = set()
+    block = baseline(report)
+    for suite in (block or {}).get("suites", []) or []:
+        for case_id in (suite.get("pairs") or {}).get("regressed", []) or []:
+            found.add((suite.get("name"), case_id))
+    return found
+
+
+def baseline_passed(report: dict[str, Any]) -> dict[tuple[str, str], bool]:
+    """Whether each paired case passed in the baseline (read from the pairs; cases new in this run are absent)."""
+    found: dict[tuple[str, str], bool] = {}
+    block = baseline(report)
+    for suite in (block or {}).get("suites", []) or []:
+        p = suite.get("pairs") or {}
+        for key, passed in (("still_passed", True), ("regressed", True), ("fixed", False), ("still_missed", False)):
+            for case_id in p.get(key, []) or []:
+                found[(suite.get("name"), case_id)] = passed
+    return found
+
+
+# --------------------------------------------------------------------------- cases
+def cases_of(report: dict[str, Any], suite: str | None = None) -> list[dict[str, Any]]:
+    return [c for c in report.get("cases", []) if suite is None or c.get("suite") == suite]
+
+
+def reason_key(case: dict[str, Any]) -> str:
+    """The group a miss belongs to: its error kind or its result-mismatch reason."""
+    error = case.get("error")
+    if isinstance(error, dict) and error.get("kind"):
+        return str(error["kind"])
+    mismatch = case.get("mismatch")
+    if isinstance(mismatch, dict) and mismatch.get("reason"):
+        return str(mismatch["reason"])
+    if case.get("execution_match") and case.get("outcome") in MISS_OUTCOMES:
+        return "pass_if"
+    if case.get("exact_match") is False:
+        return "exact_match"
+    return "other"
+
+
+def reason_text(case: dict[str, Any]) -> str:
+    error = case.get("error")
+    if isinstance(error, dict) and error:
+        return f"{error.get('kind')}: {error.get('message')}"
+    mismatch = case.get("mismatch")
+    if isinstance(mismatch, dict) and mismatch:
+        return f"{mismatch.get('reason')}: {mismatch.get('detail')}"
+    if case.get("execution_match") and case.get("outcome") in MISS_OUTCOMES:
+        return f"pass_if does not hold (soft_f1 {fmt(case.get('soft_f1'))}, exact_match {fmt(case.get('exact_match'))})"
+    if case.get("exact_match") is False:
+        return f"exact_match: {case.get('exact_match_reason') or 'clauses differ'}"
+    return "pass_if does not hold"
+
+
+def misses_by_reason(cases: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Misses (and failures) grouped by reason, largest group first, then by name."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for case in cases:
+        if case.get("outcome") in MISS_OUTCOMES:
+            groups[reason_key(case)].append(case)
+    return dict(sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])))
+
+
+def outcome_counts(cases: Iterable[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for case in cases:
+        counts[str(case.get("outcome"))] += 1
+    return dict(counts)
+
+
+def overall_outcomes(report: dict[str, Any]) -> dict[str, int]:
+    totals: dict[str, int] = defaultdict(int)
+    for suite in report.get("suites", []):
+        for name, n in (suite.get("outcomes") or {}).items():
+            totals[name] += n
+    return dict(totals)
+
+
+def commit_label(report: dict[str, Any]) -> str | None:
+    """``abc1234`` or ``abc1234 (dirty)`` from the run metadata, when the run knew its git commit."""
+    git = (report.get("run") or {}).get("git")
+    if not isinstance(git, dict) or not git.get("commit"):
+        return None
+    return str(git["commit"])[:12] + (" (dirty)" if git.get("dirty") else "")
+
+
+def verdict_line(report: dict[str, Any]) -> str:
+    failed = failed_gates(report)
+    total = len(gates(report))
+    if failed:
+        return f"{len(failed)} of {total} gate{'s' if total != 1 else ''} failed"
+    if total:
+        return f"all {total} gate{'s' if total != 1 else ''} passed"
+    return "no gates"

@@ -1,0 +1,182 @@
+"""Confidence intervals and paired significance tests (pure functions, no pytest, no numpy).
+
+Everything here is deterministic for a given input: the resampling methods draw
+from ``random.Random(seed)`` with a fixed default seed, and sums use
+``math.fsum``, so a serial run, an ``-n 2`` run and a merge of shards give the
+same numbers.
+
+- :func:`wilson`: the Wilson score interval of a share k/n (Wilson 1927).
+- :func:`mcnemar_exact`: the two-sided exact McNemar test on the discordant
+  pairs (a binomial test of b against Binomial(b + c, 1/2)).
+- :func:`paired_share_interval`: the 95% interval of a difference of paired
+  shares, conditional on the discordant pairs (Clopper-Pearson), so it excludes 0
+  exactly when the exact McNemar test is significant at 0.05.
+- :func:`bootstrap_mean`: a seeded percentile bootstrap interval of a mean
+  (for a paired comparison, pass the per-pair differences).
+- :func:`sign_flip`: the two-sided paired sign-flip permutation test of a mean
+  difference (exact enumeration up to :data:`EXACT_FLIP_LIMIT` non-zero
+  differences, else seeded Monte Carlo with the add-one correction).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import random
+from typing import Sequence
+
+#: The 0.975 quantile of the standard normal distribution (a two-sided 95% interval).
+Z95 = 1.959963984540054
+#: Default seed of every resampling method.
+SEED = 20261201
+#: Default number of bootstrap resamples and Monte Carlo sign flips.
+RESAMPLES = 1000
+#: Up to this many non-zero paired differences, the sign-flip test enumerates all 2^n flips.
+EXACT_FLIP_LIMIT = 12
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """Wilson score interval of k successes in n trials; None when n == 0."""
+    if n <= 0:
+        return None
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be between 0 and n, not k={k}, n={n}")
+    p = k / n
+    z2 = z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = (z / (1 + z2 / n)) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    lower = 0.0 if k == 0 else max(0.0, centre - half)
+    upper = 1.0 if k == n else min(1.0, centre + half)
+    return (lower, upper)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for b and c discordant pairs.
+
+    p = min(1, 2 * sum_{k <= min(b, c)} C(b + c, k) / 2^(b + c)); 1.0 without discordant pairs.
+    """
+    if b < 0 or c < 0:
+        raise ValueError("discordant counts cannot be negative")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p), summed in log space (no overflow for large n)."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+            for i in range(k + 1)]
+    top = max(logs)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float] | None:
+    """The exact (central) Clopper-Pearson interval of a binomial share k/n, by bisection."""
+    if n <= 0:
+        return None
+    tail = (1 - level) / 2
+
+    def solve(f) -> float:  # f decreasing in p: the p with f(p) = tail
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            if f(mid) > tail:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    lower = 0.0 if k == 0 else 1.0 - solve(lambda q: binomial_cdf(n - k, n, q))  # P(X >= k; p) = tail
+    upper = 1.0 if k == n else solve(lambda q: binomial_cdf(k, n, q))  # P(X <= k; p) = tail
+    return (lower, upper)
+
+
+def paired_share_interval(better: int, worse: int, n: int, level: float = 0.95) -> tuple[float, float] | None:
+    """Interval of the difference of two paired shares (current - baseline) over n pairs, consistent with
+    the exact McNemar test: conditional on the m = better + worse discordant pairs, the share of
+    ``better`` among them has the Clopper-Pearson interval [L, U], and the difference is
+    (m / n) * (2 * share - 1). It excludes 0 exactly when mcnemar_exact(worse, better) < 1 - level.
+    """
+    if n <= 0:
+        return None
+    m = better + worse
+    if m == 0:
+        return (0.0, 0.0)
+    lo, hi = clopper_pearson(better, m, level)  # type: ignore[misc]
+    return ((m / n) * (2 * lo - 1), (m / n) * (2 * hi - 1))
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (Hyndman-Fan type 7, numpy's default) of sorted values."""
+    if not sorted_values:
+        raise ValueError("quantile of no values")
+    position = q * (len(sorted_values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def bootstrap_mean(values: Sequence[float], *, seed: int = SEED, resamples: int = RESAMPLES,
+                   level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean of ``values``; None for no values.
+
+    For a paired comparison pass the per-pair differences (current - baseline): that is the
+    paired bootstrap. The same input always gives the same interval.
+    """
+    data = tuple(float(v) for v in values)
+    n = len(data)
+    if n == 0:
+        return None
+    if all(v == data[0] for v in data):
+        return (data[0], data[0])
+    return _bootstrap_interval(data, seed, resamples, level)
+
+
+@functools.lru_cache(maxsize=16)
+def _bootstrap_interval(data: tuple[float, ...], seed: int, resamples: int, level: float) -> tuple[float, float]:
+    """The interval for one input (cached: a run's summary and its report ask for the same ones)."""
+    n = len(data)
+    rng = random.Random(seed)
+    means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
+    alpha = (1 - level) / 2
+    return (quantile(means, alpha), quantile(means, 1 - alpha))
+
+
+def sign_flip(differences: Sequence[float], *, seed: int = SEED, resamples: int = RESAMPLES) -> float:
+    """Two-sided p-value of the paired sign-flip permutation test of mean(differences) = 0.
+
+    Under the null each difference is as likely positive as negative. Zero differences do not
+    change the statistic and are left out. Exact for up to EXACT_FLIP_LIMIT non-zero
+    differences; otherwise (1 + #{|flipped sum| >= |observed sum|}) / (resamples + 1).
+    """
+    nonzero = [float(d) for d in differences if d != 0]
+    if not nonzero:
+        return 1.0
+    observed = abs(math.fsum(nonzero))
+    tolerance = 1e-12 * max(1.0, observed)
+    if len(nonzero) <= EXACT_FLIP_LIMIT:
+        hits = total = 0
+        for signs in itertools.product((1.0, -1.0), repeat=len(nonzero)):
+            total += 1
+            if abs(math.fsum(s * d for s, d in zip(signs, nonzero))) >= observed - tolerance:
+                hits += 1
+        return hits / total
+    rng = random.Random(seed)
+    hits = 0
+    for _ in range(resamples):
+        flipped = math.fsum(d if rng.random() < 0.5 else -d for d in nonzero)
+        if abs(flipped) >= observed - tolerance:
+            hits += 1
+    return (hits + 1) / (resamples + 1)

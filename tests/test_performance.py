@@ -1,0 +1,209 @@
+"""Performance behaviour (issue 11): setup scripts built fast and once per run, one parse per SQL text,
+an inactive plugin that imports nothing heavy, caches that never confuse two objects."""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from pytest_sqleval.errors import DatabaseError
+from pytest_sqleval.execution.engines import EngineFactory, build_sqlite, sqlite_engine
+from pytest_sqleval.sql import parsed
+from pytest_sqleval.sql.limits import parse_bounded
+from pytest_sqleval.suite import DatabaseSpec
+
+
+def sqlglot_parse(sql: str):
+    import sqlglot
+
+    return sqlglot.parse_one(sql, read="sqlite")
+
+
+def _insert_script(path: Path, rows: int, table: str = "t") -> Path:
+    lines = [f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name TEXT, v REAL);"]
+    lines += [f"INSERT INTO {table} VALUES ({i}, 'name {i}', {i * 0.5});" for i in range(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- setup scripts
+def test_a_6500_row_insert_script_builds_in_under_two_seconds(tmp_path):
+    script = _insert_script(tmp_path / "big.sql", 6500)
+    factory = EngineFactory(build_dir=tmp_path / "build")
+    started = time.perf_counter()
+    engine = factory.engine(DatabaseSpec(url="sqlite://", setup=(script,)))
+    elapsed = time.perf_counter() - started
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT count(*), sum(id) FROM t").fetchone() == (6500, 6500 * 6499 // 2)
+    finally:
+        factory.close()
+    assert elapsed < 2.0, f"building took {elapsed:.2f} s"
+
+
+def test_a_script_with_its_own_transactions_still_builds(tmp_path):
+    first = _insert_script(tmp_path / "plain.sql", 10)
+    own = tmp_path / "own.sql"
+    own.write_text("BEGIN;\nCREATE TABLE u (x INTEGER);\nINSERT INTO u VALUES (1), (2);\nCOMMIT;\n"
+                   "BEGIN TRANSACTION;\nINSERT INTO u VALUES (3);\nCOMMIT;\n-- trailing comment without newline",
+                   encoding="utf-8")
+    target = tmp_path / "built.sqlite"
+    build_sqlite(target, (first, own))
+    conn = sqlite3.connect(target)
+    try:
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (10,)
+        assert conn.execute("SELECT group_concat(x) FROM (SELECT x FROM u ORDER BY x)").fetchone() == ("1,2,3",)
+    finally:
+        conn.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
+
+
+def test_a_failing_script_names_itself_and_leaves_no_file(tmp_path):
+    good = _insert_script(tmp_path / "good.sql", 5)
+    bad = tmp_path / "bad.sql"
+    bad.write_text("CREATE TABLE w (x INTEGER);\nINSERT INTO w VALUES (1);\nINSERT INTO missing VALUES (2);\n",
+                   encoding="utf-8")
+    target = tmp_path / "out" / "built.sqlite"
+    with pytest.raises(DatabaseError) as raised:
+        build_sqlite(target, (good, bad))
+    assert f"setup script {bad} failed on SQLite: no such table: missing" in str(raised.value)
+    assert [p.name for p in target.parent.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_xdist_workers_build_a_setup_database_once_per_run(pytester):
+    pytester.makefile(".sql", shop="CREATE TABLE s (id INTEGER PRIMARY KEY, name TEXT);\n"
+                                   + "".join(f"INSERT INTO s VALUES ({i}, 'n{i}');\n" for i in range(200)))
+    cases = "".join(f"  - id: c{i}\n    gold: SELECT count(*) FROM s WHERE id > {i}\n"
+                    f"    predicted: SELECT count(*) FROM s WHERE id > {i}\n" for i in range(8))
+    pytester.makefile(".sqleval.yaml", shop="database: {url: 'sqlite://', setup: [shop.sql]}\ncases:\n" + cases)
+    log = pytester.path / "builds.log"
+    # Real builds, each one logged by the worker that ran it (a conftest every worker loads).
+    pytester.makeconftest(textwrap.dedent(f"""
+        import os
+        from pytest_sqleval.execution import engines
+
+        _real = engines._run_sqlite_build
+
+        def _logged(partial, scripts, *, one_transaction):
+            with open({str(log)!r}, "a") as f:
+                f.write(f"{{os.environ.get('PYTEST_XDIST_WORKER')}} {{partial.parent}}\\n")
+            return _real(partial, scripts, one_transaction=one_transaction)
+
+        engines._run_sqlite_build = _logged
+    """))
+    result = pytester.runpytest_subprocess("--sqleval", "-n", "2", "-v", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=8)
+    output = result.stdout.str()
+    assert "[gw0]" in output and "[gw1]" in output  # both workers ran cases on the database
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1, lines  # built once, by one worker, for both
+    assert not Path(lines[0].split(" ", 1)[1]).exists()  # the run's build folder is removed at the end
+
+
+# --------------------------------------------------------------------------- one parse per text
+def test_each_text_is_parsed_once_and_every_reader_gets_its_own_copy():
+    parsed.clear()
+    sql = "SELECT DISTINCT name FROM shops WHERE id > 1 ORDER BY name"
+    first = parse_bounded(sql, "sqlite")[0]
+    first.find(exp.Select).set("distinct", None)  # a reader rewrites its tree in place
+    first.find(exp.Order).pop()
+    second = parse_bounded(sql, "sqlite")[0]
+    assert second.sql() == "SELECT DISTINCT name FROM shops WHERE id > 1 ORDER BY name"
+    assert second is not first
+    assert parsed.stats == {"hits": 1, "misses": 1}
+    parse_bounded(sql, "duckdb")  # another dialect is another parse
+    assert parsed.stats["misses"] == 2
+
+
+def test_a_text_that_does_not_parse_raises_the_same_error_each_time():
+    parsed.clear()
+    for _ in range(2):
+        with pytest.raises(ParseError) as raised:
+            parse_bounded("SELECT FROM WHERE (", "sqlite")
+    assert parsed.stats == {"hits": 1, "misses": 1}
+    assert str(raised.value)
+
+
+def test_the_fast_tree_copy_is_sqlglots_copy():
+    sql = ("SELECT a.x AS y, count(*) /* n */ FROM t AS a JOIN u ON a.id = u.id WHERE a.z > 1 AND NOT a.w IN (1, 2) "
+           "GROUP BY a.x HAVING count(*) > 2 ORDER BY y DESC LIMIT 3 -- tail")
+    tree = sqlglot_parse(sql)
+    mine, theirs = parsed.copy_tree(tree), tree.copy()
+    assert mine == theirs and mine.sql() == theirs.sql() == tree.sql()
+    for a, b, original in zip(mine.walk(), theirs.walk(), tree.walk()):
+        assert type(a) is type(b) and a.comments == b.comments and a.meta == b.meta and a.arg_key == b.arg_key
+        assert a is not original and (a.comments is None or a.comments is not original.comments)
+        assert a._meta is None or a._meta is not original._meta
+
+
+def test_the_parse_cache_is_bounded():
+    parsed.clear()
+    for i in range(parsed.CACHE_SIZE + 10):
+        parse_bounded(f"SELECT {i}", "sqlite")
+    assert len(parsed._cache) == parsed.CACHE_SIZE
+    parse_bounded("SELECT 0", "sqlite")  # the oldest was evicted: parsed again
+    assert parsed.stats["hits"] == 0
+
+
+# --------------------------------------------------------------------------- caches keyed by objects, not id()
+def test_gold_results_never_come_from_another_engine_that_had_the_same_id(tmp_path):
+    from pytest_sqleval.evaluate import Evaluator
+    from pytest_sqleval.metrics.profiles import resolve_execution
+
+    options = resolve_execution("sqleval")
+    evaluator = Evaluator(timeout=10, max_rows=100)
+    for i in range(4):  # new engines on new files: an id may be reused once an engine is gone
+        path = tmp_path / f"db{i}.sqlite"
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE t (v INTEGER)")
+        conn.execute("INSERT INTO t VALUES (?)", (i,))
+        conn.commit()
+        conn.close()
+        engine = sqlite_engine(path)
+        run = evaluator.run_gold("SELECT v FROM t", options, engine, "sqlite", str(path))
+        assert run.result.rows == [(i,)]
+        engine.dispose()
+        del engine, run
+        gc.collect()
+
+
+# --------------------------------------------------------------------------- installed but inactive
+def test_a_plain_run_imports_nothing_heavy(pytester):
+    pytester.makepyfile(test_plain=textwrap.dedent("""
+        import sys
+
+        def test_nothing_heavy_was_imported():
+            heavy = [m for m in ("sqlglot", "sqlalchemy", "yaml", "jinja2", "pytest_sqleval.settings",
+                                 "pytest_sqleval.suite", "pytest_sqleval.evaluate", "pytest_sqleval.loader")
+                     if m in sys.modules]
+            assert heavy == []
+            assert "pytest_sqleval.plugin" in sys.modules  # installed: loaded, but inactive
+    """))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_a_bad_ini_value_is_still_reported_without_sqleval(pytester):
+    pytester.makeini("[pytest]\nsqleval_timeout = soon\n")
+    pytester.makepyfile(test_plain="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "sqleval_timeout" in result.stderr.str()
+
+
+def test_feature_plugins_are_registered_and_can_be_blocked(pytester):
+    pytester.makepyfile(test_plain=textwrap.dedent("""
+        def test_registered(pytestconfig):
+            manager = pytestconfig.pluginmanager
+            assert manager.get_plugin("pytest_sqleval.lifecycle") is not None
+            assert manager.get_plugin("pytest_sqleval.ci_plugin") is None
+    """))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:pytest_sqleval.ci_plugin")
+    result.assert_outcomes(passed=1)

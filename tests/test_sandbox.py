@@ -1,0 +1,216 @@
+"""Limits enforced from outside the query: the killable query process (execution/sandbox.py).
+
+Real SQLite and DuckDB files; each hostile query is one the engine's own interrupt cannot stop
+(a single long function call) or one that would take gigabytes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_sqleval.errors import QueryError
+from pytest_sqleval.execution.engines import duckdb_engine, sqlite_engine
+from pytest_sqleval.execution.runner import run_query
+from pytest_sqleval.execution.sandbox import KILL_GRACE, QuerySandbox, process_sandbox
+from pytest_sqleval.execution.targets import target_of
+
+MiB = 2**20
+
+#: One SQLite VM step that runs for a minute: the progress handler never fires inside it.
+SQLITE_LONG_STEPS = [
+    "SELECT replace(hex(zeroblob(1000000)),'0','a') LIKE '%' || replace(hex(zeroblob(5000)),'0','a') || 'b'",
+    "SELECT replace(hex(zeroblob(1000000)),'0','a') GLOB '*' || replace(hex(zeroblob(5000)),'0','a') || 'b'",
+    "SELECT instr(replace(hex(zeroblob(2000000)),'0','a') || 'b', replace(hex(zeroblob(20000)),'0','a') || 'c')",
+    "SELECT count(*) FROM tickets WHERE replace(hex(zeroblob(1000000)),'0','a') LIKE '%' || replace(hex(zeroblob(5000)),'0','a') || 'x'",
+]
+
+SQLITE_MEMORY_HOGS = [
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<1000) SELECT zeroblob(9000000) FROM r",
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<3000) SELECT randomblob(5000000) FROM r",
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<900) SELECT hex(zeroblob(4000000)) FROM r",
+]
+
+DUCKDB_MEMORY_HOGS = [
+    "SELECT repeat('x', 5000000) FROM range(100000)",
+    "SELECT list(repeat('y', 1000)) FROM range(10000000)",
+    "SELECT string_agg(repeat('z', 1000), ',') FROM range(3000000)",
+]
+
+
+@pytest.fixture(scope="module")
+def sqlite_db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("sandbox") / "shop.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE tickets (id INTEGER, shop TEXT); INSERT INTO tickets VALUES (1, 'A'), (2, 'B');")
+    conn.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def duckdb_db(tmp_path_factory, duckdb_available) -> Path:
+    import duckdb
+
+    path = tmp_path_factory.mktemp("sandbox") / "shop.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE TABLE tickets (id INTEGER, shop TEXT); INSERT INTO tickets VALUES (1, 'A'), (2, 'B');")
+    conn.close()
+    return path
+
+
+def _timed(engine, sql, **limits):
+    started = time.monotonic()
+    try:
+        result = run_query(engine, sql, **limits)
+        outcome = ("ok", result)
+    except QueryError as exc:
+        outcome = (exc.kind, exc.message)
+    return outcome, time.monotonic() - started
+
+
+@pytest.mark.parametrize("sql", SQLITE_LONG_STEPS)
+def test_one_long_sqlite_step_is_stopped_by_the_wall_clock(sqlite_db, sql):
+    engine = sqlite_engine(sqlite_db)
+    run_query(engine, "SELECT 1")  # the query process is started when the plugin is configured
+    (kind, message), elapsed = _timed(engine, sql, timeout=1, max_rows=100)
+    assert kind == "timeout", message
+    assert "killed" in message
+    assert elapsed <= 1 + 1.0, elapsed
+
+
+def test_the_next_query_runs_after_a_kill(sqlite_db):
+    engine = sqlite_engine(sqlite_db)
+    (kind, _), _ = _timed(engine, SQLITE_LONG_STEPS[0], timeout=0.5, max_rows=100)
+    assert kind == "timeout"
+    (status, result), elapsed = _timed(engine, "SELECT shop FROM tickets ORDER BY id", timeout=5, max_rows=100)
+    assert status == "ok" and result.rows == [("A",), ("B",)]
+
+
+@pytest.mark.parametrize("sql", SQLITE_MEMORY_HOGS)
+def test_sqlite_memory_is_capped(sqlite_db, sql):
+    engine = sqlite_engine(sqlite_db)
+    (kind, message), elapsed = _timed(engine, sql, timeout=20, max_rows=100_000, max_memory=256 * MiB)
+    assert kind == "memory", message
+    assert "--sqleval-max-memory" in message or "memory" in message
+
+
+@pytest.mark.duckdb
+@pytest.mark.parametrize("sql", DUCKDB_MEMORY_HOGS)
+def test_duckdb_memory_is_capped(duckdb_db, sql):
+    engine = duckdb_engine(f"duckdb:///{duckdb_db}")
+    (kind, message), elapsed = _timed(engine, sql, timeout=20, max_rows=100_000, max_memory=256 * MiB)
+    assert kind in ("memory", "timeout"), message
+    assert elapsed <= 21
+
+
+def test_peak_memory_of_the_query_process_stays_under_the_cap(sqlite_db):
+    """The query process's peak resident size stays within the cap plus its start-up size (the documented margin)."""
+    sandbox = QuerySandbox()
+    try:
+        target = ("sqlite", str(sqlite_db))
+        for sql in SQLITE_MEMORY_HOGS:
+            with pytest.raises(QueryError) as info:
+                sandbox.run(target, sql, timeout=20, max_rows=100_000, untrusted=True, dialect="sqlite",
+                            max_memory=256 * MiB)
+            assert info.value.kind == "memory"
+        peak_kib = _peak_rss_kib(sandbox.pid)
+        assert peak_kib * 1024 <= 256 * MiB + 200 * MiB, peak_kib
+    finally:
+        sandbox.close()
+
+
+def _peak_rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def test_a_crash_during_a_query_is_that_query_s_error_and_the_next_runs(sqlite_db):
+    import os
+    import signal
+    import threading
+
+    sandbox = QuerySandbox()
+    try:
+        target = ("sqlite", str(sqlite_db))
+        assert sandbox.run(target, "SELECT 1", timeout=5, max_rows=10, untrusted=True, dialect="sqlite").rows == [(1,)]
+        victim = sandbox.pid
+        threading.Timer(0.3, os.kill, (victim, signal.SIGSEGV)).start()
+        with pytest.raises(QueryError) as info:
+            sandbox.run(target, SQLITE_LONG_STEPS[0], timeout=10, max_rows=10, untrusted=True, dialect="sqlite")
+        assert info.value.kind == "runtime" and "crashed" in info.value.message
+        assert sandbox.run(target, "SELECT 3", timeout=5, max_rows=10, untrusted=True, dialect="sqlite").rows == [(3,)]
+        assert sandbox.pid != victim
+    finally:
+        sandbox.close()
+
+
+def test_a_dead_idle_query_process_is_replaced_before_the_next_query(sqlite_db):
+    sandbox = QuerySandbox()
+    try:
+        target = ("sqlite", str(sqlite_db))
+        sandbox.run(target, "SELECT 1", timeout=5, max_rows=10, untrusted=True, dialect="sqlite")
+        os.kill(sandbox.pid, signal.SIGKILL)
+        time.sleep(0.2)
+        assert sandbox.run(target, "SELECT 2", timeout=5, max_rows=10, untrusted=True, dialect="sqlite").rows == [(2,)]
+    finally:
+        sandbox.close()
+
+
+def test_guard_parsing_counts_inside_the_time_budget(sqlite_db):
+    """A prediction whose checking alone takes long is stopped within the timeout too."""
+    engine = sqlite_engine(sqlite_db)
+    huge = "SELECT " + " + ".join(f"CASE WHEN id = {i} THEN {i} ELSE 0 END" for i in range(6000)) + " FROM tickets"
+    (kind, message), elapsed = _timed(engine, huge, timeout=0.3, max_rows=10)
+    assert elapsed <= 0.3 + 1.0
+    assert kind in ("timeout", "rejected", "ok"), message
+
+
+def test_results_and_errors_come_back_unchanged(sqlite_db):
+    engine = sqlite_engine(sqlite_db)
+    result = run_query(engine, "SELECT id, shop, 1.5, NULL, x'00ff' FROM tickets ORDER BY id", timeout=5, max_rows=10)
+    assert result.columns == ("id", "shop", "1.5", "NULL", "x'00ff'")
+    assert result.rows == [(1, "A", 1.5, None, b"\x00\xff"), (2, "B", 1.5, None, b"\x00\xff")]
+    with pytest.raises(QueryError) as info:
+        run_query(engine, "SELECT * FROM no_such_table", timeout=5, max_rows=10)
+    assert info.value.kind == "syntax"
+    with pytest.raises(QueryError) as info:
+        run_query(engine, "DELETE FROM tickets", timeout=5, max_rows=10)
+    assert info.value.kind == "rejected"
+    with pytest.raises(QueryError) as info:
+        run_query(engine, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) SELECT i FROM n",
+                  timeout=5, max_rows=50)
+    assert info.value.kind == "row_limit"
+
+
+def test_registered_engines_run_in_the_query_process(sqlite_db):
+    assert target_of(sqlite_engine(sqlite_db)) == ("sqlite", str(sqlite_db.resolve()))
+
+
+def test_run_query_needs_no_limits(sqlite_db):
+    assert run_query(sqlite_engine(sqlite_db), "SELECT count(*) FROM tickets").rows == [(2,)]
+
+
+def test_kill_grace_is_within_the_promised_second():
+    assert 0 < KILL_GRACE < 1
+
+
+def test_the_query_process_caps_its_data_memory(sqlite_db):
+    sandbox = QuerySandbox()
+    try:
+        sandbox.run(("sqlite", str(sqlite_db)), "SELECT 1", timeout=5, max_rows=10, untrusted=True, dialect="sqlite",
+                    max_memory=300 * MiB)
+        with open(f"/proc/{sandbox.pid}/limits", encoding="ascii") as f:
+            line = next(line for line in f if line.startswith("Max data size"))
+        soft = line.split()[3]
+        assert soft != "unlimited"
+        assert 300 * MiB < int(soft) < 300 * MiB + 1024 * MiB
+    finally:
+        sandbox.close()
