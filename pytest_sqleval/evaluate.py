@@ -35,6 +35,22 @@ DIFF_ROWS = 5
 GOLD_CACHE_SIZE = 4096
 
 
+class Identity:
+    """A cache key standing for one object by identity, for any object (hashable or not). It holds the object,
+    so no other object can take its ``id()`` while the key exists (a bare ``id()`` key can be reused)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Identity) and other.obj is self.obj
+
+
 @dataclass(frozen=True)
 class GoldRun:
     """The gold's result on one database, with what its ORDER BY asks of a prediction."""
@@ -97,7 +113,7 @@ class Evaluator:
         """One gold query's result on one engine (executed once per session); raises GoldError."""
         timeout = timeout or self.timeout
         max_rows = max_rows or self.max_rows
-        key = (engine, gold, dialect, options, timeout, max_rows, max_memory)  # the engine itself, never id(): ids get reused
+        key = (Identity(engine), gold, dialect, options, timeout, max_rows, max_memory)
         cached = self._gold_cache.pop(key, None)
         if cached is None:
             cached = self._run_gold(gold, options, engine, dialect, display, timeout, max_rows, max_memory=max_memory)
@@ -153,7 +169,7 @@ class Evaluator:
             return self._schemas[key]
         if engine is None:
             return None
-        key = engine  # the object (kept alive by the key), never id(): an id is reused once its engine is gone
+        key = Identity(engine)
         if key not in self._schemas:
             try:
                 self._schemas[key] = Schema.from_engine(engine)

@@ -155,3 +155,55 @@ def test_queries_on_a_built_postgres_database_run_under_its_select_only_role(eng
     with pytest.raises(QueryError) as info:  # past the guard, the role itself refuses a superuser function
         run_query(engine, "SELECT pg_read_file('/etc/hostname')", timeout=5, max_rows=10, untrusted=False)
     assert info.value.kind in ("rejected", "syntax", "runtime")
+
+
+PEAK_SCRIPT = r"""
+import json, resource, sys
+from pathlib import Path
+from pytest_sqleval.errors import QueryError
+from pytest_sqleval.execution.engines import sqlite_engine, duckdb_engine
+from pytest_sqleval.execution.runner import run_query
+from pytest_sqleval.execution.sandbox import close_process_sandbox
+from hostile_round2 import SQLITE_MEMORY, DUCKDB_MEMORY
+
+cap = int(sys.argv[3])
+kinds = []
+for engine, corpus in ((sqlite_engine(Path(sys.argv[1])), SQLITE_MEMORY), (duckdb_engine("duckdb:///" + sys.argv[2]), DUCKDB_MEMORY)):
+    for _klass, _name, sql, accepted in corpus:
+        try:
+            run_query(engine, sql, timeout=20, max_rows=100000, max_memory=cap)
+            kinds.append(["ok", accepted])
+        except QueryError as exc:
+            kinds.append([exc.kind, accepted])
+close_process_sandbox()  # the zygote exits and is waited for: its query processes' peak is now ours to read
+print(json.dumps({"kinds": kinds, "peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+"""
+
+
+def test_peak_memory_of_every_memory_hog_stays_under_the_cap_plus_margin(tmp_path, duckdb_available):
+    """Each class-D statement on SQLite and DuckDB, with a long timeout so memory (not time) stops it: the
+    largest resident size any query process reached is at most the cap plus the documented margin."""
+    import subprocess
+    import sys
+
+    import duckdb
+
+    sqlite_path = tmp_path / "shop.sqlite"
+    import sqlite3
+
+    conn = sqlite3.connect(sqlite_path)
+    conn.executescript(SHOP_SQL)
+    conn.close()
+    duck_path = tmp_path / "shop.duckdb"
+    duckdb.connect(str(duck_path)).close()
+    cap = 256 * 2**20
+    here = os.path.dirname(__file__)
+    done = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(sqlite_path), str(duck_path), str(cap)],
+                          capture_output=True, text=True, timeout=600, cwd=here,
+                          env={**os.environ, "PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(kind in accepted for kind, accepted in outcome["kinds"]), outcome["kinds"]
+    assert [kind for kind, _ in outcome["kinds"]].count("memory") >= 3
+    margin = 256 * 2**20  # a query process's own start-up size (about 100 MB) and allocator slack
+    assert outcome["peak"] <= cap + margin, outcome["peak"] / 2**20

@@ -4,6 +4,7 @@ an inactive plugin that imports nothing heavy, caches that never confuse two obj
 from __future__ import annotations
 
 import gc
+import json
 import sqlite3
 import textwrap
 import time
@@ -207,3 +208,31 @@ def test_feature_plugins_are_registered_and_can_be_blocked(pytester):
     """))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:pytest_sqleval.ci_plugin")
     result.assert_outcomes(passed=1)
+
+
+def test_xdist_reads_each_suite_once_per_run(pytester, shop_db):
+    cases = "".join(f"  - id: c{i}\n    gold: SELECT count(*) FROM tickets WHERE id > {i}\n"
+                    f"    predicted: SELECT count(*) FROM tickets WHERE id > {i}\n" for i in range(6))
+    pytester.makefile(".sqleval.yaml", shop=f"database: {shop_db}\ncases:\n" + cases)
+    log = pytester.path / "reads.log"
+    # The real loader, each reading logged by the process that did it (controller and workers load this conftest).
+    pytester.makeconftest(textwrap.dedent(f"""
+        import os
+        from pytest_sqleval import loader
+
+        _real = loader.load_suite
+
+        def _logged(path):
+            with open({str(log)!r}, "a") as f:
+                f.write(f"{{os.environ.get('PYTEST_XDIST_WORKER', 'controller')}}\\n")
+            return _real(path)
+
+        loader.load_suite = _logged
+    """))
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess("--sqleval", "-n", "2", "-p", "no:cacheprovider", f"--sqleval-json={report}")
+    result.assert_outcomes(passed=6)
+    assert len(log.read_text().splitlines()) == 1  # one worker read it; the other worker and the controller did not
+    cases = json.loads(report.read_text())["cases"]
+    assert sorted(c["id"] for c in cases) == [f"c{i}" for i in range(6)]  # the controller summarised every case
+    assert all(c["execution_match"] for c in cases)

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..errors import DatabaseError, QueryError
 from ..results import QueryResult
-from .sandbox_worker import HEADER, read_message, write_message
+from .protocol import HEADER, write_message
 
 #: Seconds past the timeout before the query process is killed.
 KILL_GRACE = 0.5

@@ -14,30 +14,12 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import struct
 import sys
 import time
+from pathlib import Path
 from typing import Any, BinaryIO
 
-HEADER = struct.Struct("!Q")
-
-
-def read_message(stream: BinaryIO) -> Any:
-    header = stream.read(HEADER.size)
-    if len(header) < HEADER.size:
-        raise EOFError
-    (size,) = HEADER.unpack(header)
-    payload = stream.read(size)
-    if len(payload) < size:
-        raise EOFError
-    return pickle.loads(payload)
-
-
-def write_message(stream: BinaryIO, message: Any) -> None:
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(HEADER.pack(len(payload)) + payload)
-    stream.flush()
-
+from .protocol import HEADER, read_message, write_message
 
 def _die_with_parent() -> None:
     """Linux: SIGKILL this process when the process that started it exits (PR_SET_PDEATHSIG)."""
@@ -83,6 +65,35 @@ def _data_size() -> int:
     return 0
 
 
+def open_target(target: tuple, *, max_memory: int | None = None):
+    """Open a target's engine (in the query process) with the engines' own hardening and memory caps."""
+    from . import engines
+
+    kind = target[0]
+    if kind == "sqlite":
+        return engines.sqlite_engine(Path(target[1]))
+    if kind == "duckdb":
+        return engines.duckdb_engine(target[1], **_duckdb_limits(max_memory))
+    if kind == "postgresql":
+        return engines.postgres_engine(target[1])
+    raise ValueError(f"unknown query target {kind!r}")
+
+
+#: DuckDB threads for one untrusted query (its memory grows with threads).
+DUCKDB_THREADS = 2
+
+
+def _duckdb_limits(max_memory: int | None) -> dict[str, Any]:
+    """DuckDB's own caps: its buffer manager gets half of the process's cap, no spilling to disk."""
+    if not max_memory:
+        return {}
+    return {"extra_config": {
+        "memory_limit": f"{max(64, max_memory // 2 // 2**20)}MiB",
+        "threads": DUCKDB_THREADS,
+        "max_temp_directory_size": "0KiB",
+    }}
+
+
 class Worker:
     """Keeps one open engine per database target; runs one request at a time."""
 
@@ -92,8 +103,6 @@ class Worker:
     def engine(self, target: tuple, max_memory: int | None):
         key = (target, max_memory)
         if key not in self.engines:
-            from .targets import open_target
-
             self.engines[key] = open_target(target, max_memory=max_memory)
         return self.engines[key]
 
@@ -226,7 +235,7 @@ def _preload() -> None:
     import sqlglot  # noqa: F401
     import sqlalchemy  # noqa: F401
 
-    from . import runner, targets  # noqa: F401
+    from . import engines, runner  # noqa: F401
     from ..sql import guard, rewrite  # noqa: F401
 
     for module in ("duckdb", "duckdb_engine", "psycopg"):

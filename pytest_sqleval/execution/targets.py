@@ -4,7 +4,8 @@ An engine opened by :mod:`pytest_sqleval.execution.engines` registers its target
 (``("sqlite", path)``, ``("duckdb", url)``, ``("postgresql", url)``); an engine
 the user made elsewhere (an overridden ``sqleval_engine`` fixture) gets one
 derived from its URL for SQLite files, DuckDB and PostgreSQL. The query process
-opens the same database through the same hardened openers, so a query there is
+opens the same database through the same hardened openers
+(:func:`pytest_sqleval.execution.sandbox_worker.open_target`), so a query there is
 as read-only as one here. Engines of other backends have no target and run in
 this process, with the engine's own timeout only.
 """
@@ -57,32 +58,3 @@ def _derived_target(engine: Any) -> Target | None:
     if backend == "postgresql":
         return ("postgresql", url.render_as_string(hide_password=False))
     return None
-
-
-def open_target(target: Target, *, max_memory: int | None = None):
-    """Open a target's engine (in the query process) with the engines' own hardening and memory caps."""
-    from . import engines
-
-    kind = target[0]
-    if kind == "sqlite":
-        return engines.sqlite_engine(Path(target[1]))
-    if kind == "duckdb":
-        return engines.duckdb_engine(target[1], **_duckdb_limits(max_memory))
-    if kind == "postgresql":
-        return engines.postgres_engine(target[1])
-    raise ValueError(f"unknown query target {kind!r}")
-
-
-#: DuckDB threads for one untrusted query (its memory grows with threads).
-DUCKDB_THREADS = 2
-
-
-def _duckdb_limits(max_memory: int | None) -> dict[str, Any]:
-    """DuckDB's own caps: its buffer manager gets half of the process's cap, no spilling to disk."""
-    if not max_memory:
-        return {}
-    return {"extra_config": {
-        "memory_limit": f"{max(64, max_memory // 2 // 2**20)}MiB",
-        "threads": DUCKDB_THREADS,
-        "max_temp_directory_size": "0KiB",
-    }}
