@@ -486,7 +486,14 @@ def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
     text = os.fspath(database)
     scripts = tuple(Path(s).resolve() for s in setup or ())
     if "://" in text:
-        return DatabaseSpec(url=os.path.expandvars(text), setup=scripts, source=text)
+        from .secrets import expand_env
+
+        def missing(name: str) -> Exception:
+            return pytest.UsageError(f"the database URL {text!r} uses ${{{name}}}, which is not set; "
+                                     f"set it or write ${{{name}:-default}}")
+
+        url = expand_env(text, lambda name: os.environ.get(name), missing)  # values URL-encoded, never shown
+        return DatabaseSpec(url=url, setup=scripts, source=text)
     path = Path(text).resolve()
     scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
     return DatabaseSpec(url=f"{scheme}:///{path}", setup=scripts, source=text)
@@ -649,7 +656,7 @@ class SqlevalSession:
 
         records = sorted(self.state.records, key=lambda r: (r["path"], r.get("index", 0)))
         run = {"plugin_version": _version(), "pytest_version": pytest.__version__}
-        report = json.loads(json.dumps(build_report(self.state.summaries, records, run=run), default=str))
+        report = json_primitive(build_report(self.state.summaries, records, run=run))
         self.state.report = extend_report(self.config, self.state, report)
 
     def _write_json(self) -> None:
@@ -698,3 +705,37 @@ def _version() -> str:
         return version("pytest-sqleval")
     except Exception:  # noqa: BLE001
         return "unknown"
+
+
+def json_primitive(value: Any) -> Any:
+    """``json.loads(json.dumps(value, default=str))`` without the text: what the JSON report holds, as lists, dicts
+    with text keys, text, numbers, booleans and None. Parts that already are such values are kept, not copied (a
+    100,000-case run holds its records once, not twice; nested dicts are shared with the records)."""
+    kind = type(value)
+    if value is None or kind in (str, int, float, bool):
+        return value
+    if kind is dict:
+        if all(type(k) is str for k in value):
+            converted = {k: json_primitive(v) for k, v in value.items()}
+            if all(converted[k] is v for k, v in value.items()):
+                return value
+            return converted
+        return {_json_key(k): json_primitive(v) for k, v in value.items()}
+    if kind is list:
+        converted = [json_primitive(v) for v in value]
+        return value if all(c is v for c, v in zip(converted, value)) else converted
+    if isinstance(value, (list, tuple)):
+        return [json_primitive(v) for v in value]
+    if isinstance(value, dict):
+        return {_json_key(k): json_primitive(v) for k, v in value.items()}
+    import json
+
+    return json.loads(json.dumps(value, default=str))  # int/float/str subclasses, and str() of anything else
+
+
+def _json_key(key: Any) -> str:
+    import json
+
+    if isinstance(key, str):
+        return str(key)
+    return json.loads(json.dumps({key: 0}, default=str)).popitem()[0] if key is not None else "null"

@@ -155,3 +155,12 @@ def test_postgres_setup_error_echoing_a_url_is_masked(pytester, postgres_url):
     assert "invalid input syntax for type integer" in text and "postgresql://u:***@h/db" in text
     assert "Traceback" not in text
     assert report["cases"][0]["error"]["kind"] == "database"
+
+
+def test_the_engine_factory_fixture_url_encodes_expanded_passwords(monkeypatch):
+    from pytest_sqleval.plugin import _spec
+
+    monkeypatch.setenv("SQLEVAL_TEST_PW", "p@ss/w#rd")
+    spec = _spec("postgresql://u:${SQLEVAL_TEST_PW}@localhost:5432/db", None)
+    assert spec.url == "postgresql://u:p%40ss%2Fw%23rd@localhost:5432/db"
+    assert "p@ss" not in spec.display and "p%40ss" not in spec.display

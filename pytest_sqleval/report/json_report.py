@@ -72,7 +72,14 @@ def case_entry(record: dict[str, Any]) -> dict[str, Any]:
 def write_report(path: str | Path, report: dict[str, Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report_text(report), encoding="utf-8")
+    try:  # streamed: a 100,000-case report is never one string in memory
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2, ensure_ascii=False, default=str)
+            f.write("\n")
+    except UnicodeEncodeError:  # a lone surrogate somewhere: written as U+FFFD (see report_text)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(_valid_text(report), f, indent=2, ensure_ascii=False, default=str)
+            f.write("\n")
     return path
 
 
