@@ -552,12 +552,10 @@ def _best(scores: list[GoldScore]) -> int:
 
 
 def _reason(record: dict[str, Any]) -> str:
-    error = record.get("error")
-    if error:
-        return f"{error['kind']}: {error['message']}"
-    mismatch = record.get("mismatch")
-    if mismatch:
-        return f"{mismatch['reason']}: {mismatch['detail']}"
+    from .report.diff import miss_reason
+
+    if record.get("error") or record.get("mismatch"):
+        return miss_reason(record)
     return "results match"
 
 

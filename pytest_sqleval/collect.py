@@ -15,7 +15,7 @@ import pytest
 from .errors import DatabaseError, GoldError, SuiteError
 from .loader import load_suite
 from .predictions import Prediction, load_predictions, unmatched_ids
-from .report.diff import render_miss
+from .report.diff import miss_reason, render_miss
 from .suite import Case, Suite
 
 SUITE_SUFFIXES = (".sqleval.yaml", ".sqleval.yml")
@@ -66,26 +66,6 @@ class CaseMissed(Exception):
     def __init__(self, record: dict[str, Any]) -> None:
         self.record = record
         super().__init__(miss_reason(record))
-
-
-def miss_reason(record: dict[str, Any]) -> str:
-    error = record.get("error")
-    if error:
-        return f"{error['kind']}: {error['message']}"
-    mismatch = record.get("mismatch")
-    if mismatch:
-        return f"{mismatch['reason']}: {mismatch['detail']}"
-    policy = record.get("policy")
-    if isinstance(policy, dict) and policy.get("passed") is False:
-        return "policy: " + "; ".join(str(v) for v in policy.get("violations") or ()) or "policy: violated"
-    shape = record.get("shape")
-    if isinstance(shape, dict) and shape.get("passed") is False:
-        return "shape: " + "; ".join(str(p) for p in shape.get("problems") or shape.get("violations") or ()) or "shape: not as expected"
-    if record.get("execution_match") and not record.get("passed_rule"):
-        return f"pass_if does not hold (soft_f1 {record.get('soft_f1')}, exact_match {record.get('exact_match')})"
-    if record.get("exact_match") is False:
-        return f"exact_match: {record.get('exact_match_reason') or 'clauses differ'}"
-    return "pass_if does not hold"
 
 
 class SuiteFile(pytest.File):

@@ -7,10 +7,29 @@ from typing import Any, Sequence
 CELL_WIDTH = 24
 
 
+def miss_reason(record: dict[str, Any]) -> str:
+    """One line: why a case missed (an error kind, a result mismatch, a policy or shape violation, pass_if)."""
+    error = record.get("error")
+    if error:
+        return f"{error['kind']}: {error['message']}"
+    mismatch = record.get("mismatch")
+    if mismatch:
+        return f"{mismatch['reason']}: {mismatch['detail']}"
+    policy = record.get("policy")
+    if isinstance(policy, dict) and policy.get("passed") is False:
+        return "policy: " + ("; ".join(str(v) for v in policy.get("violations") or ()) or "violated")
+    shape = record.get("shape")
+    if isinstance(shape, dict) and shape.get("passed") is False:
+        return "shape: " + ("; ".join(str(p) for p in shape.get("violations") or ()) or "not as expected")
+    if record.get("execution_match") and not record.get("passed_rule"):
+        return f"pass_if does not hold (soft_f1 {record.get('soft_f1')}, exact_match {record.get('exact_match')})"
+    if record.get("exact_match") is False:
+        return f"exact_match: {record.get('exact_match_reason') or 'clauses differ'}"
+    return "pass_if does not hold"
+
+
 def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
     """Text for one miss; ``verbose`` adds the SQL and the result tables."""
-    from ..collect import miss_reason
-
     lines = [f"{record['id']}: {miss_reason(record)}"]
     if not verbose:
         return lines[0]
