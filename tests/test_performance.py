@@ -236,3 +236,55 @@ def test_xdist_reads_each_suite_once_per_run(pytester, shop_db):
     cases = json.loads(report.read_text())["cases"]
     assert sorted(c["id"] for c in cases) == [f"c{i}" for i in range(6)]  # the controller summarised every case
     assert all(c["execution_match"] for c in cases)
+
+
+# --------------------------------------------------------------------------- xdist scheduling in constant time
+class _Node:
+    def __init__(self, name):
+        self.gateway = type("G", (), {"id": name})()
+        self.shutting_down = False
+        self.sent: list[int] = []
+
+    def send_runtest_some(self, indexes):
+        self.sent.extend(indexes)
+
+    def shutdown(self):
+        self.shutting_down = True
+
+
+def _drive(scheduler_class, nodeids, finish_order):
+    """Run a scheduler over fake workers: each finishes its oldest pending item in turn."""
+    config = type("Config", (), {})()  # the schedulers read only these from it
+    config.getvalue = {"tx": ["2*popen"]}.get
+    config.option = type("Option", (), {"loadscopereorder": True})()
+    scheduler = scheduler_class(config)
+    nodes = [_Node("gw0"), _Node("gw1")]
+    for node in nodes:
+        scheduler.add_node(node)
+        scheduler.add_node_collection(node, list(nodeids))
+    scheduler.schedule()
+    done = {node: 0 for node in nodes}
+    trace = []
+    for turn in finish_order:
+        node = nodes[turn % 2]
+        if done[node] < len(node.sent):
+            scheduler.mark_test_complete(node, node.sent[done[node]])
+            done[node] += 1
+        trace.append((len(nodes[0].sent), len(nodes[1].sent), scheduler.tests_finished, scheduler.has_pending))
+    return [list(n.sent) for n in nodes], [n.shutting_down for n in nodes], trace
+
+
+def test_the_counted_scheduler_makes_xdists_decisions():
+    from xdist.scheduler import LoadScopeScheduling
+
+    from pytest_sqleval.xdist_scheduling import CrashedItemNotRerun, InteractionScheduling
+
+    class Reference(CrashedItemNotRerun, LoadScopeScheduling):  # xdist's own bookkeeping, same scopes
+        _split_scope = InteractionScheduling._split_scope
+
+    nodeids = [f"s.sqleval.yaml::c{i}" for i in range(40)] + [f"s.sqleval.yaml::conv[{t}]" for t in range(1, 4)]
+    order = [0, 1, 1, 0, 0, 0, 1] * 20
+    assert _drive(InteractionScheduling, nodeids, order) == _drive(Reference, nodeids, order)
+    sent, shut, trace = _drive(InteractionScheduling, nodeids, order)
+    assert sorted(sent[0] + sent[1]) == list(range(len(nodeids)))  # every item sent once
+    assert shut == [True, True] and trace[-1][2:] == (True, False)  # all done: both shut down, nothing pending
