@@ -263,7 +263,15 @@ def pytest_runtest_call(item):
 @pytest.mark.parametrize("sig, workers", [(signal.SIGTERM, ["-n", "2"]), (signal.SIGINT, [])],
                          ids=["sigterm-xdist", "sigint-serial"])
 def test_interrupted_runs_drop_their_databases_and_build_folders(pytester, postgres_url, sig, workers):
-    (pytester.path / "shop.sql").write_text(SHOP_SQL)
+    import uuid
+
+    from pytest_sqleval.execution.engines import _setup_digest
+    from pytest_sqleval.suite import DatabaseSpec
+
+    # A setup script of this test's own, so that its databases (named after the script's digest) are told
+    # apart from those other tests running at the same time build on the same server.
+    (pytester.path / "shop.sql").write_text(SHOP_SQL + f"\n-- {uuid.uuid4().hex}\n")
+    digest = _setup_digest(DatabaseSpec(postgres_url, (pytester.path / "shop.sql",)))[:12]
     pytester.makefile(".sqleval.yaml", shop=textwrap.dedent(f"""
         database: {{url: "{postgres_url}", setup: [shop.sql]}}
         cases:
@@ -275,7 +283,8 @@ def test_interrupted_runs_drop_their_databases_and_build_folders(pytester, postg
     pytester.makeconftest(SLOW_CONFTEST)
     build_root = pytester.path / "builds"
     build_root.mkdir()
-    before = _pg_databases(postgres_url)
+    ours = f"sqleval\\_{digest}\\_%"
+    before = _pg_databases(postgres_url, ours)
     env = {**os.environ, "SQLEVAL_BUILD_DIR": str(build_root)}
     process = subprocess.Popen([sys.executable, "-m", "pytest", "--sqleval", "-p", "no:cacheprovider", *workers],
                                cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -283,10 +292,10 @@ def test_interrupted_runs_drop_their_databases_and_build_folders(pytester, postg
     try:
         expected = 2 if workers else 1
         deadline = time.monotonic() + 90
-        while len(_pg_databases(postgres_url) - before) < expected and time.monotonic() < deadline:
+        while len(_pg_databases(postgres_url, ours) - before) < expected and time.monotonic() < deadline:
             assert process.poll() is None, process.stdout.read().decode()
             time.sleep(0.2)
-        built = _pg_databases(postgres_url) - before
+        built = _pg_databases(postgres_url, ours) - before
         assert len(built) == expected and any(build_root.iterdir())
         os.killpg(process.pid, sig)
         output = process.communicate(timeout=60)[0].decode()
