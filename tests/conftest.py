@@ -75,7 +75,7 @@ def postgres_url():
     try:
         url, server = server_url()
     except Unavailable as exc:
-        _missing_engine(f"PostgreSQL not available: {exc}")
+        missing_dependency(f"PostgreSQL not available: {exc}")
     yield url
     if server is not None:
         server.stop()
@@ -83,15 +83,23 @@ def postgres_url():
 
 @pytest.fixture(scope="session")
 def duckdb_available():
-    import importlib.util
-
     for module in ("duckdb", "duckdb_engine"):
-        if importlib.util.find_spec(module) is None:
-            _missing_engine("the duckdb extra is not installed: pip install 'pytest-sqleval[duckdb]'")
+        require_module(module, "the duckdb extra is not installed: pip install 'pytest-sqleval[duckdb]'")
 
 
-def _missing_engine(reason: str) -> None:
-    """Skip locally; under CI (CI=true) a missing engine fails the run instead of hiding its tests."""
+def missing_dependency(reason: str) -> None:
+    """Skip locally; under CI (CI=true) a missing engine, driver or browser fails the run instead of hiding
+    its tests. Usable at module level too."""
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"{reason} (CI must provide every engine the tests need)", pytrace=False)
-    pytest.skip(reason)
+        pytest.fail(f"{reason} (CI must provide everything the tests need)", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def require_module(module: str, reason: str | None = None):
+    """``pytest.importorskip`` that fails under CI instead of skipping."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        missing_dependency(reason or f"{module} is not installed: pip install -e '.[test]'")

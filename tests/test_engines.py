@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import SHOP_SQL, make_sqlite
+from conftest import SHOP_SQL, make_sqlite, require_module
 
 SUITE = """
 database: {url: "${SHOP_URL:-sqlite://}", setup: [shop.sql]}
@@ -83,7 +83,7 @@ def _script(pytester):
 
 
 def test_unreachable_server_is_a_clear_error(pytester):
-    pytest.importorskip("psycopg")
+    require_module("psycopg")
     pytester.makefile(".sqleval.yaml", pg="database: 'postgresql://nobody@127.0.0.1:1/none'\n"
                                           "cases: [{id: a, gold: SELECT 1, predicted: SELECT 1}]\n")
     result, _ = outcomes(pytester)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHOP_SQL, make_sqlite
+from conftest import SHOP_SQL, make_sqlite, require_module
 from pytest_sqleval.errors import DatabaseError
 from pytest_sqleval.execution.engines import (
     EngineFactory,
@@ -59,7 +59,7 @@ def silent_server():
 
 
 def test_connect_timeout_stops_a_silent_postgres_host(silent_server):
-    pytest.importorskip("psycopg")
+    require_module("psycopg")
     url = f"postgresql://eval:Hush-pw-1@127.0.0.1:{silent_server}/shop"
     started = time.monotonic()
     with pytest.raises(DatabaseError) as info:
@@ -75,7 +75,7 @@ def test_connect_timeout_stops_a_silent_postgres_host(silent_server):
 
 def test_the_connect_watchdog_of_other_urls_gives_up_after_the_timeout(silent_server):
     """For a URL whose driver has no connect timeout of its own, the first connection is watched."""
-    pytest.importorskip("psycopg")
+    require_module("psycopg")
     from sqlalchemy import create_engine
 
     from pytest_sqleval.execution.engines import _probe
@@ -89,7 +89,7 @@ def test_the_connect_watchdog_of_other_urls_gives_up_after_the_timeout(silent_se
 
 
 def test_a_silent_host_is_an_error_of_the_suite_and_the_run_finishes(pytester, silent_server):
-    pytest.importorskip("psycopg")
+    require_module("psycopg")
     (pytester.path / "shop.sql").write_text(SHOP_SQL)
     pytester.makefile(".sqleval.yaml", pg=textwrap.dedent(f"""
         connect_timeout: 2

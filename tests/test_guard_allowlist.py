@@ -15,7 +15,7 @@ import textwrap
 import pytest
 import sqlglot
 
-from conftest import SHOP_SQL, make_sqlite
+from conftest import SHOP_SQL, make_sqlite, require_module
 from pytest_sqleval.errors import QueryError
 from pytest_sqleval.execution.runner import run_query
 from pytest_sqleval.sql import allowed_functions
@@ -563,7 +563,7 @@ def test_the_lists_are_lower_case_names():
 
 def test_every_duckdb_and_sqlite_name_is_a_real_function_or_syntax():
     """A typo on a list would allow nothing, but it would hide a missing function: check against the engines."""
-    duckdb = pytest.importorskip("duckdb")
+    duckdb = require_module("duckdb")
     conn = duckdb.connect()
     rows = conn.execute("SELECT DISTINCT function_name FROM duckdb_functions()").fetchall()
     engine_names = {r[0].lower() for r in rows}
@@ -586,7 +586,7 @@ def test_every_duckdb_and_sqlite_name_is_a_real_function_or_syntax():
 
 
 def test_duckdb_functions_on_the_list_have_no_side_effects_but_randomness():
-    duckdb = pytest.importorskip("duckdb")
+    duckdb = require_module("duckdb")
     rows = duckdb.connect().execute(
         "SELECT DISTINCT function_name FROM duckdb_functions() WHERE has_side_effects").fetchall()
     effects = {r[0] for r in rows} & allowed_functions.allowed_functions("duckdb")

@@ -9,9 +9,9 @@ import textwrap
 import pytest
 
 from chat_server import ChatServer, Malformed, Slow, Status
-from conftest import make_sqlite
+from conftest import make_sqlite, require_module
 
-pytest.importorskip("openai", reason="the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
+require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
 
 OPEN = "SELECT count(*) FROM tickets WHERE status = 'open'"
 SCRIPT = {
