@@ -9,6 +9,7 @@ Precedence of a case's prediction: a predictions file (``--sqleval-predictions``
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from pathlib import Path
 
@@ -34,8 +35,8 @@ def _price(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a price per 1000 tokens, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more, not {text}")
     return value
 
 

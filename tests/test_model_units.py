@@ -243,6 +243,11 @@ def test_suite_model_keys(write_suite, shop_db, tmp_path):
 @pytest.mark.parametrize("body, message", [
     ("model: {name: m, temprature: 0}\n", "unknown key 'temprature' in `model:`"),
     ("model: {name: m, max_tokens: 0}\n", "`model.max_tokens` must be a whole number > 0"),
+    ("model: {name: m, temperature: .nan}\n", "`model.temperature` must be a number >= 0"),
+    ("model: {name: m, timeout: .inf}\n", "`model.timeout` must be a number > 0"),
+    ("model: {name: m, price_per_1k_output: .nan}\n", "`model.price_per_1k_output` must be a number >= 0"),
+    ("model: {name: m, url: \"http://h/${SQLEVAL_TEST_UNSET_VAR}/v1\"}\n",
+     "environment variable SQLEVAL_TEST_UNSET_VAR is not set (in `model.url`)"),
     ("schema_format: sql\n", "unknown schema_format 'sql'"),
     ("history: all\n", "unknown history mode 'all'"),
     ("extract: json\n", "unknown extract mode 'json'"),
@@ -250,7 +255,8 @@ def test_suite_model_keys(write_suite, shop_db, tmp_path):
     ("prompt: prompts/none.j2\n", "prompt file not found"),
     ("prompt: \"{{ question }} {{ answer }}\"\n", "bad `prompt:` template: unknown placeholder answer"),
 ])
-def test_bad_model_keys_name_the_line_and_the_fix(write_suite, shop_db, body, message):
+def test_bad_model_keys_name_the_line_and_the_fix(write_suite, shop_db, body, message, monkeypatch):
+    monkeypatch.delenv("SQLEVAL_TEST_UNSET_VAR", raising=False)
     with pytest.raises(SuiteError) as info:
         _load(write_suite, shop_db, body)
     assert message in info.value.message and info.value.line == 2
@@ -264,3 +270,20 @@ def test_evidence_is_a_case_key(write_suite, shop_db):
     suite = load_suite(write_suite(f"database: {shop_db.name}\ncases:\n"
                                    "  - {id: a, question: q, evidence: 'x means y', gold: SELECT 1}\n"))
     assert suite.cases[0].evidence == "x means y"
+
+
+def test_model_url_expands_variables_with_defaults(write_suite, shop_db, monkeypatch):
+    monkeypatch.setenv("SQLEVAL_TEST_HOST", "127.0.0.1:8000")
+    suite = _load(write_suite, shop_db, 'model: {name: m, url: "http://${SQLEVAL_TEST_HOST}/${SQLEVAL_TEST_V:-v1}"}\n')
+    assert suite.model.model.url == "http://127.0.0.1:8000/v1"
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-1", "x"])
+def test_a_price_on_the_command_line_must_be_finite_and_not_negative(text):
+    import argparse
+
+    from pytest_sqleval.model_plugin import _price
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        _price(text)
+

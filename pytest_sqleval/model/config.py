@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -209,20 +210,21 @@ def _model_mapping(value: Any, error) -> ModelConfig:
                 raise error(f"`model.{key}` must be text, not {value[key]!r}", "model")
             fields[key] = value[key].strip()
     if fields.get("url"):
-        from ..loader import _ENV_PATTERN
+        from ..secrets import expand_env
 
-        missing = [m.group(1) for m in _ENV_PATTERN.finditer(fields["url"]) if not os.environ.get(m.group(1)) and m.group(2) is None]
-        if missing:
-            raise error(f"environment variable {missing[0]} is not set (in `model.url`)", "model",
-                        f"export {missing[0]}=... before running pytest")
-        fields["url"] = _ENV_PATTERN.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), fields["url"])
+        def missing(name: str) -> Exception:
+            return error(f"environment variable {name} is not set (in `model.url`)", "model",
+                         f"export {name}=... before running pytest")
+
+        fields["url"] = expand_env(fields["url"], os.environ.get, missing)
     for key, kind in (("temperature", float), ("price_per_1k_input", float), ("price_per_1k_output", float),
                       ("timeout", float), ("max_tokens", int), ("seed", int), ("retries", int)):
         if value.get(key) is None:
             continue
         number = value[key]
         ok = isinstance(number, int) if kind is int else isinstance(number, (int, float))
-        if isinstance(number, bool) or not ok or number < 0 or (key in ("timeout", "max_tokens") and number == 0):
+        if (isinstance(number, bool) or not ok or not math.isfinite(number) or number < 0
+                or (key in ("timeout", "max_tokens") and number == 0)):
             raise error(f"`model.{key}` must be a {'whole number' if kind is int else 'number'} "
                         f"{'> 0' if key in ('timeout', 'max_tokens') else '>= 0'}, not {number!r}", "model")
         fields[key] = kind(number)
