@@ -25,16 +25,12 @@ from .metrics.bird import VES_REPETITIONS, r_ves_score, ves_reward, ves_time_rat
 def _checked_prediction(prediction: str, options, dialect: str, allow_functions: frozenset[str]) -> str | None:
     """The text scoring ran for the prediction (None: no statement, nothing runs)."""
     from .evaluate import prediction_rewrite
-    from .execution.runner import prepare_sql
-    from .sql.statements import official_text
+    from .execution.runner import official_statement, prepare_sql
 
-    rewrite = prediction_rewrite(options)
-    if rewrite in ("official_distinct", "sqlite3_statement"):
-        prediction = official_text(prediction, dialect, "sqlite3" if rewrite == "sqlite3_statement" else rewrite)
-        if prediction is None:
-            return None
-        rewrite = None if rewrite == "sqlite3_statement" else rewrite
-    return prepare_sql(prediction, dialect, untrusted=True, rewrite=rewrite, allow_functions=allow_functions)
+    statement, rewrite = official_statement(prediction, dialect, prediction_rewrite(options))
+    if statement is None:
+        return None
+    return prepare_sql(statement, dialect, untrusted=True, rewrite=rewrite, allow_functions=allow_functions)
 
 
 def _gold_text(gold: str, options, dialect: str) -> str:

@@ -207,3 +207,12 @@ def test_peak_memory_of_every_memory_hog_stays_under_the_cap_plus_margin(tmp_pat
     assert [kind for kind, _ in outcome["kinds"]].count("memory") >= 3
     margin = 256 * 2**20  # a query process's own start-up size (about 100 MB) and allocator slack
     assert outcome["peak"] <= cap + margin, outcome["peak"] / 2**20
+
+
+def test_a_suite_dialect_other_than_the_engine_s_is_guarded_as_the_engine_reads_it_too(engines):
+    """A `dialect: sqlite` text on PostgreSQL: the engine lexes it, so the query process guards it as PostgreSQL
+    as well (a function SQLite allows but PostgreSQL's list does not is refused before it reaches the server)."""
+    with pytest.raises(QueryError) as info:
+        run_query(engines["postgresql"], "SELECT randomblob(4)", timeout=5, max_rows=10, dialect="sqlite")
+    assert info.value.kind == "rejected" and "postgres allowlist" in info.value.message
+    assert run_query(engines["sqlite"], "SELECT length(randomblob(4))", timeout=5, max_rows=10, dialect="sqlite").rows == [(4,)]

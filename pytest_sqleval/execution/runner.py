@@ -79,51 +79,43 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
     from .targets import target_of
 
     dialect = dialect or sqlglot_dialect(engine.dialect.name)
+    engine_dialect = sqlglot_dialect(engine.dialect.name)
     allowed = frozenset(a.lower() for a in allow_functions)
-    if rewrite in ("official_distinct", "sqlite3_statement"):
-        # Reproduction profiles: only the statement the official evaluator runs is kept (the rest never
-        # runs); a text without any statement runs nothing and returns no rows, as it does there.
-        from ..sql.statements import official_text, remove_distinct_tokens
-
-        sql = official_text(sql, dialect, "sqlite3" if rewrite == "sqlite3_statement" else rewrite)
-        if sql is None:
-            return QueryResult(columns=(), rows=[])
-        if rewrite == "official_distinct":
-            sql = remove_distinct_tokens(sql, dialect)  # the text that runs; every guard below reads exactly it
-        rewrite = None
-    if untrusted:
-        _guard_as_the_engine_reads(sql, dialect, engine, allowed)
+    sql, rewrite = official_statement(sql, dialect, rewrite)
+    if sql is None:  # a text without any statement runs nothing and returns no rows, as it does there
+        return QueryResult(columns=(), rows=[])
     target = target_of(engine) if sandbox_enabled() else None
     if target is not None:
         return process_sandbox().run(
             target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect, rewrite=rewrite,
-            allow_functions=allowed, role=role or _restricted_role(engine),
+            allow_functions=allowed, role=role or _restricted_role(engine), engine_dialect=engine_dialect,
             max_memory=DEFAULT_MAX_MEMORY if max_memory is None else max_memory,
         )
-    sql = prepare_sql(sql, dialect, untrusted=untrusted, rewrite=rewrite, allow_functions=allowed)
+    sql = prepare_sql(sql, dialect, untrusted=untrusted, rewrite=rewrite, allow_functions=allowed,
+                      engine_dialect=engine_dialect)
     return execute_inline(engine, sql, timeout=timeout, max_rows=max_rows, role=role or _restricted_role(engine))
 
 
-def _guard_as_the_engine_reads(sql: str, dialect: str, engine, allow_functions: frozenset[str]) -> None:
-    """When the suite's dialect is not the engine's (a `dialect: sqlite` suite run on PostgreSQL), guard the text
-    as the engine's dialect too: the engine lexes it (dollar quotes, comments, quoting), not the suite's dialect."""
-    from ..sql.guard import dialect_key
+def official_statement(sql: str, dialect: str, rewrite: str | None) -> tuple[str | None, str | None]:
+    """For the reproduction profiles' rewrites, the statement the official evaluator runs (the rest never
+    runs; None when the text has none) and the rewrite still to apply to it; any other rewrite unchanged."""
+    if rewrite not in ("official_distinct", "sqlite3_statement"):
+        return sql, rewrite
+    from ..sql.statements import official_text
 
-    engine_dialect = sqlglot_dialect(engine.dialect.name)
-    try:
-        same = dialect_key(engine_dialect) == dialect_key(dialect)
-    except (ValueError, KeyError):  # an engine sqlglot has no dialect for: the suite's dialect is all there is
-        return
-    if not same:
-        _guard(sql, engine_dialect, allow_functions)
+    statement = official_text(sql, dialect, "sqlite3" if rewrite == "sqlite3_statement" else rewrite)
+    if statement is None:
+        return None, None
+    return statement, ("official_distinct" if rewrite == "official_distinct" else None)
 
 
 def _restricted_role(engine) -> str | None:
-    """The SELECT-only role of a PostgreSQL database the plugin built (None for any other)."""
-    try:
-        from .engines import restricted_role_for
-    except ImportError:
+    """The SELECT-only role of a PostgreSQL database the plugin built (None for any other: only PostgreSQL
+    databases get one, so no other engine pays for rendering its URL on every query)."""
+    if engine.dialect.name != "postgresql":
         return None
+    from .engines import restricted_role_for
+
     try:
         return restricted_role_for(engine)
     except Exception:  # noqa: BLE001 - no role known: the read-only transaction still applies
@@ -131,19 +123,26 @@ def _restricted_role(engine) -> str | None:
 
 
 def prepare_sql(sql: str, dialect: str, *, untrusted: bool, rewrite: str | None = None,
-                allow_functions: frozenset[str] = frozenset()) -> str:
-    """The text that will run: guarded when untrusted, rewritten by the profile (and guarded again)."""
+                allow_functions: frozenset[str] = frozenset(), engine_dialect: str | None = None) -> str:
+    """The text that will run: guarded when untrusted, rewritten by the profile (and guarded again).
+
+    ``engine_dialect``: when a suite's dialect is not the engine's (a `dialect: sqlite` suite run on
+    PostgreSQL), the text is guarded as the engine's dialect too: the engine lexes it (dollar quotes,
+    comments, quoting), not the suite's dialect. Runs in the query process, inside the time budget.
+    """
+    def guard(text: str) -> None:
+        if untrusted:
+            _guard(text, dialect, allow_functions, engine_dialect)
+
     if rewrite == "official_distinct":
         # test-suite-sql-eval's remove_distinct: the keyword cut out of the text, the rest run as written;
         # only the text that runs is guarded (and it always is, when untrusted).
         from ..sql.statements import remove_distinct_tokens
 
         sql = remove_distinct_tokens(sql, dialect)
-        if untrusted:
-            _guard(sql, dialect, allow_functions)
+        guard(sql)
         return sql
-    if untrusted:
-        _guard(sql, dialect, allow_functions)
+    guard(sql)
     if rewrite == "strip_distinct":
         from sqlglot.errors import SqlglotError
 
@@ -153,18 +152,26 @@ def prepare_sql(sql: str, dialect: str, *, untrusted: bool, rewrite: str | None 
             sql = strip_distinct(sql, dialect)
         except (SqlglotError, RecursionError) as exc:
             raise QueryError("syntax", f"cannot strip DISTINCT: {_first_line(exc)}") from None
-        if untrusted:
-            _guard(sql, dialect, allow_functions)
+        guard(sql)
     elif rewrite is not None:
         raise ValueError(f"unknown rewrite {rewrite!r}")
     return sql
 
 
-def _guard(sql: str, dialect: str, allow_functions: frozenset[str]) -> None:
-    if allow_functions:
-        check_prediction(sql, dialect, allow_functions=allow_functions)
-    else:
-        check_prediction(sql, dialect)
+def _guard(sql: str, dialect: str, allow_functions: frozenset[str], engine_dialect: str | None = None) -> None:
+    extra = {"allow_functions": allow_functions} if allow_functions else {}
+    check_prediction(sql, dialect, **extra)
+    if engine_dialect is not None and _reads_differently(engine_dialect, dialect):
+        check_prediction(sql, engine_dialect, **extra)
+
+
+def _reads_differently(engine_dialect: str, dialect: str) -> bool:
+    from ..sql.guard import dialect_key
+
+    try:
+        return dialect_key(engine_dialect) != dialect_key(dialect)
+    except (ValueError, KeyError):  # an engine sqlglot has no dialect for: the suite's dialect is all there is
+        return False
 
 
 def execute_inline(engine, sql: str, *, timeout: float, max_rows: int, role: str | None = None,

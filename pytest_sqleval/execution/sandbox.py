@@ -207,11 +207,11 @@ class QuerySandbox:
     # -- one query ----------------------------------------------------------------
     def run(self, target: tuple, sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
             rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
-            max_memory: int | None = DEFAULT_MAX_MEMORY) -> QueryResult:
+            max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None) -> QueryResult:
         request = {
             "target": target, "sql": sql, "timeout": timeout, "max_rows": max_rows, "untrusted": untrusted,
             "dialect": dialect, "rewrite": rewrite, "allow_functions": frozenset(allow_functions), "role": role,
-            "max_memory": max_memory,
+            "max_memory": max_memory, "engine_dialect": engine_dialect,
         }
         with self._lock:
             process = self._ensure(max_memory)

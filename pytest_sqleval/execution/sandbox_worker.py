@@ -128,7 +128,8 @@ class Worker:
         sql = request["sql"]
         if request["untrusted"] or request.get("rewrite"):
             sql = prepare_sql(sql, request["dialect"], untrusted=request["untrusted"], rewrite=request.get("rewrite"),
-                              allow_functions=request.get("allow_functions") or frozenset())
+                              allow_functions=request.get("allow_functions") or frozenset(),
+                              engine_dialect=request.get("engine_dialect"))
         remaining = request["timeout"] - (time.monotonic() - started)
         if remaining <= 0:
             raise QueryError("timeout", f"checking the query took longer than the timeout ({request['timeout']:g} s)")
