@@ -195,21 +195,12 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold, sqleva
 
 
 def _limits(state, suite: Suite) -> dict[str, Any]:
-    """The per-suite limits beyond timeout and row cap that the evaluator accepts (memory, allowed functions)."""
-    limits: dict[str, Any] = {}
-    max_memory_for = getattr(state, "max_memory_for", None)
-    if max_memory_for is not None:
-        limits["max_memory"] = max_memory_for(suite)
-    allowed = getattr(state, "allowed_functions_for", None)
-    if allowed is not None:
-        limits["allow_functions"] = allowed(suite)
-    return limits
+    """The per-suite limits beyond timeout and row cap: the memory cap and the user's allowed functions."""
+    return {"max_memory": state.max_memory_for(suite), "allow_functions": state.allowed_functions_for(suite)}
 
 
 def crashed_case_record(state, rootpath: Path, nodeid: str, message: str) -> dict[str, Any] | None:
     """The ``error`` record of a case whose xdist worker crashed while running it (None: not a suite item)."""
-    from .evaluate import Prepared, base_record
-
     path, sep, name = nodeid.partition("::")
     if not sep or not path.endswith(SUITE_SUFFIXES + YAML_SUFFIXES):
         return None
@@ -217,25 +208,29 @@ def crashed_case_record(state, rootpath: Path, nodeid: str, message: str) -> dic
     case = next((c for c in suite.cases if c.item_name == name), None)
     if case is None:
         return None
-    prepared = Prepared(gold=(), schema=None, dialect="", difficulty=case.difficulty, difficulty_source="suite")
-    record = base_record(case, suite, None, prepared, database=state.database_label(case))
-    record.update({
-        "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
-        "vacuous": False, "mismatch": None, "outcome": "error",
-        "error": {"kind": "worker_crashed", "message": f"worker crashed: {message.strip().splitlines()[0][:300]}"},
-    })
-    return record
+    return error_record(case, suite, None, state, "worker_crashed",
+                        f"worker crashed: {message.strip().splitlines()[0][:300]}")
 
 
 def errored_record(item: "CaseItem", state, prepared, error: BaseException) -> dict[str, Any]:
     """The record of a case whose scoring raised: outcome ``error``, kind ``internal``, a short message."""
-    from .evaluate import base_record
+    return error_record(item.case, item.suite, item.prediction, state, "internal", internal_error_message(error),
+                        prepared=prepared)
 
-    record = base_record(item.case, item.suite, item.prediction, prepared, database=state.database_label(item.case))
+
+def error_record(case: Case, suite: Suite, prediction: str | None, state, kind: str, message: str, *,
+                 prepared=None) -> dict[str, Any]:
+    """The one shape of a case that could not be scored (outcome ``error``): a broken gold or database, an
+    exception while scoring, a crashed worker. ``state`` may be None (then no database label)."""
+    from .evaluate import Prepared, base_record
+
+    if prepared is None:
+        prepared = Prepared(gold=(), schema=None, dialect="", difficulty=case.difficulty, difficulty_source="suite")
+    database = state.database_label(case) if state is not None else None
+    record = base_record(case, suite, prediction, prepared, database=database)
     record.update({
         "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
-        "vacuous": False, "mismatch": None, "outcome": "error",
-        "error": {"kind": "internal", "message": internal_error_message(error)},
+        "vacuous": False, "mismatch": None, "outcome": "error", "error": {"kind": kind, "message": message},
     })
     return record
 

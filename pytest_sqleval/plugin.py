@@ -417,27 +417,18 @@ def _is_suite_problem(error: BaseException) -> bool:
 
 
 def _error_record(item: CaseItem, call: pytest.CallInfo, report: pytest.TestReport) -> dict[str, Any]:
-    """A case that could not be scored: its gold failed or its database could not be opened."""
+    """A case that could not be scored: its gold failed, its database could not be opened, or setup raised."""
+    from .collect import error_record, internal_error_message
     from .errors import DatabaseError, GoldError
-    from .evaluate import Prepared, base_record
 
     error = call.excinfo.value if call.excinfo else None
     kind = "gold" if isinstance(error, GoldError) else "database" if isinstance(error, DatabaseError) else "internal"
-    prepared = Prepared(gold=(), schema=None, dialect="", difficulty=item.case.difficulty, difficulty_source="suite")
-    state = item.config.stash.get(STATE_KEY, None)
-    database = state.database_label(item.case) if state is not None else None
-    record = base_record(item.case, item.suite, item.prediction, prepared, database=database)
     if kind == "internal" and error is not None:
-        from .collect import internal_error_message
-
         message = internal_error_message(error)
     else:
         message = str(error) if error else report.longreprtext
-    record.update({
-        "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
-        "vacuous": False, "mismatch": None, "outcome": "error", "error": {"kind": kind, "message": _masked(message)},
-    })
-    return record
+    return error_record(item.case, item.suite, item.prediction, item.config.stash.get(STATE_KEY, None), kind,
+                        _masked(message))
 
 
 def _masked(text: str) -> str:

@@ -159,10 +159,9 @@ def prepare_sql(sql: str, dialect: str, *, untrusted: bool, rewrite: str | None 
 
 
 def _guard(sql: str, dialect: str, allow_functions: frozenset[str], engine_dialect: str | None = None) -> None:
-    extra = {"allow_functions": allow_functions} if allow_functions else {}
-    check_prediction(sql, dialect, **extra)
+    check_prediction(sql, dialect, allow_functions=allow_functions)
     if engine_dialect is not None and _reads_differently(engine_dialect, dialect):
-        check_prediction(sql, engine_dialect, **extra)
+        check_prediction(sql, engine_dialect, allow_functions=allow_functions)
 
 
 def _reads_differently(engine_dialect: str, dialect: str) -> bool:
