@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from .errors import DatabaseError, GoldError, SuiteError
-from .loader import load_suite
 from .predictions import Prediction, load_predictions, unmatched_ids
 from .report.diff import miss_reason, render_miss
 from .suite import Case, Suite

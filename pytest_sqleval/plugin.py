@@ -268,7 +268,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(SqlevalSession(config, state), "sqleval-session")
     if not config.option.collectonly and not _is_xdist_controller(config):
-        _start_query_process(settings)
+        _start_query_process()
 
 
 def _is_xdist_controller(config: pytest.Config) -> bool:
@@ -277,13 +277,13 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
         and getattr(config.option, "dist", "no") != "no"
 
 
-def _start_query_process(settings: Settings) -> None:
-    """Start this process's query process now, so that no case pays for its start-up."""
+def _start_query_process() -> None:
+    """Start this process's zygote now, so that no case pays for its imports."""
     from .execution.sandbox import process_sandbox, sandbox_enabled
 
     if sandbox_enabled():
         try:
-            process_sandbox().start(settings.max_memory or DEFAULT_MAX_MEMORY)
+            process_sandbox().start()
         except Exception:  # noqa: BLE001 - it is started again, with a clear error, by the first query
             pass
 
@@ -640,7 +640,6 @@ class SqlevalSession:
 
     def _build_report(self) -> None:
         """The report dict (also without --sqleval-json): the deploy gate adds run metadata, overall, baseline, gates."""
-        import json
 
         from .deploygate_plugin import extend_report
         from .report.json_report import build_report

@@ -8,7 +8,6 @@ terminal output and the JSON report, with the query process's peak memory under 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time

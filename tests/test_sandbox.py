@@ -17,7 +17,7 @@ import pytest
 from pytest_sqleval.errors import QueryError
 from pytest_sqleval.execution.engines import duckdb_engine, sqlite_engine
 from pytest_sqleval.execution.runner import run_query
-from pytest_sqleval.execution.sandbox import KILL_GRACE, QuerySandbox, process_sandbox
+from pytest_sqleval.execution.sandbox import KILL_GRACE, QuerySandbox
 from pytest_sqleval.execution.targets import target_of
 
 MiB = 2**20

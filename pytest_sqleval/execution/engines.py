@@ -429,7 +429,6 @@ def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None):
 
 def build_duckdb(path: Path, scripts: tuple[Path, ...]) -> None:
     _require_module("duckdb", "duckdb")
-    import duckdb
 
     if path.is_file():
         return

@@ -142,8 +142,6 @@ class QuerySandbox:
         self._zygote: _Zygote | None = None
         self._current: _QueryProcess | None = None
         self._lock = threading.Lock()
-        self.kills = 0
-        self.starts = 0
 
     @property
     def pid(self) -> int | None:
@@ -151,8 +149,9 @@ class QuerySandbox:
         return self._current.pid if self._current is not None else None
 
     # -- lifecycle -----------------------------------------------------------------
-    def start(self, max_memory: int | None = DEFAULT_MAX_MEMORY) -> None:
-        """Start the zygote now: its imports then cost no case any time."""
+    def start(self) -> None:
+        """Start the zygote now: its imports then cost no case any time (query processes fork from it later,
+        each with the memory cap of its first query)."""
         with self._lock:
             self._zygote_alive()
 
@@ -180,7 +179,6 @@ class QuerySandbox:
                 current.kill()
             self._current = None
             self._current = current = self._zygote_alive().fork(max_memory)
-            self.starts += 1
         if not current.ready:
             try:
                 answer = _receive(current, time.monotonic() + START_TIMEOUT)
@@ -221,8 +219,7 @@ class QuerySandbox:
                 answer = _receive(process, deadline)
             except TimeoutError:
                 self._replace(process)
-                self.kills += 1
-                raise QueryError("timeout", _timeout_message(timeout, killed=True)) from None
+                raise QueryError("timeout", _killed_message(timeout)) from None
             except (EOFError, OSError):
                 self._replace(process)
                 raise QueryError("runtime", "the query process ended while running the query (it crashed or was "
@@ -235,7 +232,6 @@ class QuerySandbox:
         self._current = None
         try:
             self._current = self._zygote_alive().fork(process.max_memory)
-            self.starts += 1
         except DatabaseError:
             self._current = None
 
@@ -273,9 +269,9 @@ def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def _timeout_message(timeout: float, *, killed: bool = False) -> str:
-    how = "stopped (the query did not yield, so its process was killed)" if killed else "interrupted"
-    return f"{how} after {timeout:g} s (raise it with --sqleval-timeout or the suite's `timeout:`)"
+def _killed_message(timeout: float) -> str:
+    return (f"stopped (the query did not yield, so its process was killed) after {timeout:g} s "
+            "(raise it with --sqleval-timeout or the suite's `timeout:`)")
 
 
 def _result(answer: Any) -> QueryResult:
