@@ -302,6 +302,11 @@ def test_interrupted_runs_drop_their_databases_and_build_folders(pytester, postg
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+    # The controller ends at once; an xdist worker cleans up in its own time (on the signal, or when execnet
+    # interrupts it after losing the controller): wait for that, bounded, then check.
+    deadline = time.monotonic() + 30
+    while (_pg_databases(postgres_url) & built or any(build_root.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not (_pg_databases(postgres_url) & built), output
     assert not _pg_roles(postgres_url) & {"sqleval_ro_" + name[len("sqleval_"):] for name in built}
     assert list(build_root.iterdir()) == [], output
