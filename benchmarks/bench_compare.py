@@ -51,11 +51,11 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pytest_sqleval.comparison import EXECUTION_PROFILES, resolve_execution  # noqa: E402
 from pytest_sqleval.metrics.execution_match import compare_results  # noqa: E402
-from pytest_sqleval.metrics.profiles import EXECUTION_PROFILES, resolve_execution  # noqa: E402
 from pytest_sqleval.metrics.soft_f1 import soft_f1  # noqa: E402
+from pytest_sqleval.metrics.tie_groups import tie_group_starts  # noqa: E402
 from pytest_sqleval.results import QueryResult  # noqa: E402
-from pytest_sqleval.sql.ordering import tie_group_starts  # noqa: E402
 
 MIXED_ROWS = 100_000
 SHARED_ROWS = 50_000

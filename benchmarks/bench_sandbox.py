@@ -30,7 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_sqleval.errors import QueryError  # noqa: E402
-from pytest_sqleval.execution.engines import duckdb_engine, sqlite_engine  # noqa: E402
+from pytest_sqleval.execution.backends.duckdb import duckdb_engine  # noqa: E402
+from pytest_sqleval.execution.backends.sqlite import sqlite_engine  # noqa: E402
 from pytest_sqleval.execution.runner import run_query  # noqa: E402
 from pytest_sqleval.execution.sandbox import process_sandbox  # noqa: E402
 

@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "QueryResult": "pytest_sqleval.results",
     "Schema": "pytest_sqleval.schema",
-    "ComparisonOptions": "pytest_sqleval.metrics.profiles",
-    "EXECUTION_PROFILES": "pytest_sqleval.metrics.profiles",
-    "resolve_execution": "pytest_sqleval.metrics.profiles",
+    "ComparisonOptions": "pytest_sqleval.comparison",
+    "EXECUTION_PROFILES": "pytest_sqleval.comparison",
+    "resolve_execution": "pytest_sqleval.comparison",
     "compare_results": "pytest_sqleval.metrics.execution_match",
     "ExecutionVerdict": "pytest_sqleval.metrics.execution_match",
     "soft_f1": "pytest_sqleval.metrics.soft_f1",

@@ -33,7 +33,8 @@ import math
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
-RATE_METRICS = ("valid_syntax", "execution_accuracy", "soft_f1", "exact_match", "pass_rate", "bird_soft_f1", "r_ves")
+from .registry import Metric, MetricRegistry, active_registry
+
 TURN_BUCKETS = ("1", "2", "3", "4", ">4")
 
 
@@ -70,26 +71,31 @@ def mean(values: Iterable[float | bool | None]) -> float | None:
     return math.fsum(present) / len(present) if present else None
 
 
-def case_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def case_metrics(records: Sequence[Mapping[str, Any]], registry: MetricRegistry | None = None) -> dict[str, Any]:
+    """Every registered per-case metric aggregated by its kind over its population (see :mod:`.registry`)."""
+    registry = registry or active_registry()
     executed = [r for r in records if r.get("valid") is not None]
-    if not executed:
-        return {k: v for k, v in (("exact_match", mean(r.get("exact_match") for r in records)),
-                                  ("pass_rate", mean(r.get("passed_rule") for r in records))) if v is not None}
-    metrics: dict[str, Any] = {
-        "valid_syntax": mean(r["valid"] for r in executed),
-        "error_count": sum(1 for r in executed if r["valid"] is False),
-        "errors_by_kind": errors_by_kind(executed),
-        "execution_accuracy": mean(r.get("execution_match_first", r.get("execution_match")) for r in executed),
-        "soft_f1": mean(r.get("soft_f1") for r in executed),
-        "bird_soft_f1": mean(r.get("bird_soft_f1") for r in executed),
-        "r_ves": mean(r.get("r_ves") for r in executed),
-        "exact_match": mean(r.get("exact_match") for r in records),
-        "pass_rate": mean(r.get("passed_rule") for r in records),
-        "vacuous": sum(1 for r in executed if r.get("vacuous")),
-    }
-    if any("databases" in r for r in executed):
-        metrics["test_suite_accuracy"] = mean(r.get("execution_match") for r in executed)
-    return {k: v for k, v in metrics.items() if v is not None}
+    metrics: dict[str, Any] = {}
+    for metric in registry.case_metrics():
+        if metric.population == "executed" and not executed:
+            continue
+        if metric.present_when is not None and not any(metric.present_when(r) for r in executed):
+            continue
+        value = aggregate_metric(metric, records)
+        if value is not None:
+            metrics[metric.name] = value
+        if metric.name == "error_count" and executed:
+            metrics["errors_by_kind"] = errors_by_kind(executed)
+    return metrics
+
+
+def aggregate_metric(metric: Metric, records: Sequence[Mapping[str, Any]]) -> float | int | None:
+    """A rate or a mean: the mean of the cases' values; a count: how many cases have a true value."""
+    values = [metric.case_value(r) for r in records]
+    if metric.kind == "count":
+        population = [v for v in values if v is not None]
+        return sum(1 for v in population if v) if population or metric.population == "executed" else None
+    return mean(values)
 
 
 def errors_by_kind(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -120,23 +126,29 @@ def grouped_by_gold(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         groups[group_key(record)].append(record)
     if not groups:
         return {}
-    per_group = [case_metrics(groups[key]) for key in sorted(groups)]
+    registry = active_registry()
+    per_group = [case_metrics(groups[key], registry) for key in sorted(groups)]
     result: dict[str, Any] = {"groups": len(groups)}
-    for metric in (*RATE_METRICS, "test_suite_accuracy"):
-        value = mean(g.get(metric) for g in per_group)
+    for metric in registry.case_metrics():
+        if not metric.per_gold:
+            continue
+        if metric.kind == "count":  # MRO 3.2: the sum of the per-group rates
+            rates = [_count_rate(metric, groups[key]) for key in sorted(groups)]
+            if any(rate is not None for rate in rates):
+                result[metric.name] = math.fsum(rate for rate in rates if rate is not None)
+            continue
+        value = mean(g.get(metric.name) for g in per_group)
         if value is not None:
-            result[metric] = value
-    error_rates = [_error_rate(groups[key]) for key in sorted(groups)]
-    if any(rate is not None for rate in error_rates):
-        result["error_count"] = math.fsum(rate for rate in error_rates if rate is not None)
+            result[metric.name] = value
     return result
 
 
-def _error_rate(records: Sequence[Mapping[str, Any]]) -> float | None:
-    executed = [r for r in records if r.get("valid") is not None]
-    if not executed:
+def _count_rate(metric: Metric, records: Sequence[Mapping[str, Any]]) -> float | None:
+    """The share of a group's cases that a count metric counts (None: no case of the group counts)."""
+    values = [v for v in (metric.case_value(r) for r in records) if v is not None]
+    if not values:
         return None
-    return sum(1 for r in executed if r["valid"] is False) / len(executed)
+    return sum(1 for v in values if v) / len(values)
 
 
 def breakdown(records: Sequence[Mapping[str, Any]], keys_of) -> dict[str, Any]:
@@ -208,34 +220,12 @@ def turn_breakdown(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- intervals and the overall figure
-#: Per-case 0/1 metrics (a Wilson interval; an exact McNemar test against a baseline).
-SHARE_METRICS = ("valid_syntax", "execution_accuracy", "test_suite_accuracy", "exact_match", "pass_rate")
-#: Per-case means (a bootstrap interval; a sign-flip test against a baseline).
-MEAN_METRICS = ("soft_f1", "bird_soft_f1", "r_ves")
-#: Shares over interaction turns or whole interactions (a Wilson interval).
-INTERACTION_SHARES = ("question_match", "interaction_match", "interaction_execution_accuracy")
-
-
-def case_value(record: Mapping[str, Any], metric: str) -> float | None:
+def case_value(record: Mapping[str, Any], metric: str, registry: MetricRegistry | None = None) -> float | None:
     """One case's contribution to a per-case metric (None when it does not count), as in case_metrics."""
-    if record.get("outcome") == "error":
-        return None
-    if metric in ("exact_match", "pass_rate"):
-        value = record.get("passed_rule" if metric == "pass_rate" else "exact_match")
-        return None if value is None else float(value)
-    if record.get("valid") is None:
-        return None
-    if metric == "valid_syntax":
-        return float(record["valid"])
-    if metric == "execution_accuracy":
-        value = record.get("execution_match_first", record.get("execution_match"))
-    elif metric == "test_suite_accuracy":
-        value = record.get("execution_match")
-    elif metric in ("soft_f1", "bird_soft_f1", "r_ves"):
-        value = record.get(metric)
-    else:
+    found = (registry or active_registry()).get(metric)
+    if found is None or found.scope != "case":
         raise KeyError(metric)
-    return None if value is None else float(value)
+    return found.case_value(record)
 
 
 def interaction_vectors(records: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
@@ -259,20 +249,21 @@ def intervals(records: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any]) 
     """95% intervals of the rates in ``metrics``: Wilson for shares, a seeded bootstrap for means."""
     from .stats import bootstrap_mean, wilson
 
+    registry = active_registry()
     result: dict[str, list[float]] = {}
     vectors: dict[str, list[float]] = {}
-    for metric in (*SHARE_METRICS, *MEAN_METRICS):
-        if metric in metrics:
-            vectors[metric] = [v for v in (case_value(r, metric) for r in records) if v is not None]
-    if any(metric in metrics for metric in INTERACTION_SHARES):
+    for metric in registry.case_metrics():
+        if metric.interval is not None and metric.name in metrics:
+            vectors[metric.name] = [v for v in (metric.case_value(r) for r in records) if v is not None]
+    if any(m.scope == "interaction" and m.name in metrics for m in registry):
         vectors.update({k: v for k, v in interaction_vectors(records).items() if k in metrics})
-    for metric, values in vectors.items():
-        if metric in MEAN_METRICS:
+    for name, values in vectors.items():
+        if registry[name].interval == "bootstrap":
             interval = bootstrap_mean(values)
         else:
             interval = wilson(sum(1 for v in values if v), len(values))
         if interval is not None:
-            result[metric] = [interval[0], interval[1]]
+            result[name] = [interval[0], interval[1]]
     return result
 
 

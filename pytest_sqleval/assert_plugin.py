@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from .running_test import set_engine_lookup
+
 MARKER = "sqleval_database"
 _CURRENT: dict[str, Any] = {"item": None}
 
@@ -54,6 +56,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):
     _CURRENT["item"] = item
+    set_engine_lookup(current_engine)  # what the assertion helpers use without engine=
     try:
         return (yield)
     finally:
@@ -173,8 +176,8 @@ class QueryRunner:
 
     def __call__(self, sql: str, *, timeout: float | None = None, max_rows: int | None = None,
                  dialect: str | None = None):
+        from .defaults import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
         from .execution.runner import run_query
-        from .settings import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
         return run_query(self.engine, sql, timeout=timeout or DEFAULT_TIMEOUT, max_rows=max_rows or DEFAULT_MAX_ROWS,
                          untrusted=True, dialect=dialect)

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .defaults import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from .results import QueryResult
-from .settings import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
 __all__ = [
     "ExactMatchCheck", "ExecutionMatchCheck", "PolicyCheck", "SoftF1Check", "SqlevalAssertionError",
@@ -344,7 +344,8 @@ def explain(verdict: Any) -> str | None:
     if isinstance(verdict, ExecutionVerdict):
         return _explain_execution_verdict(verdict)
     if isinstance(verdict, ExactMatchVerdict):
-        lines = [f"exact_match {'passed' if verdict.match else 'failed'}" + (f": {verdict.reason}" if verdict.reason else "")]
+        reason = f": {verdict.reason}" if verdict.reason else ""
+        lines = [f"exact_match {'passed' if verdict.match else 'failed'}{reason}"]
         lines.extend(f"  {name:<16} {'match' if ok else 'DIFFERS'}" for name, ok in verdict.clauses.items())
         return "\n".join(lines)
     if isinstance(verdict, PolicyVerdict):
@@ -383,7 +384,7 @@ def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
 
 
 def _resolve_profile(profile: str, overrides: Mapping[str, Any]):
-    from .metrics.profiles import OptionError, resolve_execution
+    from .comparison import OptionError, resolve_execution
 
     try:
         return resolve_execution({"profile": profile, **overrides} if overrides else profile)
@@ -394,9 +395,9 @@ def _resolve_profile(profile: str, overrides: Mapping[str, Any]):
 def _engine(engine, helper: str, *, required: bool = True):
     if engine is not None:
         return engine
-    from .assert_plugin import current_engine
+    from .running_test import running_test_engine
 
-    found = current_engine()
+    found = running_test_engine()
     if found is None and required:
         raise ValueError(
             f"{helper} needs a database: pass engine=... (e.g. engine=sqleval_engine_factory(\"shop.sqlite\")), "
@@ -615,9 +616,13 @@ def _schema(schema) -> tuple[Any, str | None]:
     if isinstance(schema, Schema):
         return schema, None
     if hasattr(schema, "dialect") and hasattr(schema, "connect"):
-        key = id(schema)
+        from .evaluate import Identity
+
+        key = Identity(schema)  # holds the engine: no other object can take its id while the entry exists
         if key not in _SCHEMAS:
-            _SCHEMAS[key] = (schema, Schema.from_engine(schema))
+            from .execution.backends import read_schema
+
+            _SCHEMAS[key] = (schema, read_schema(schema))
         return _SCHEMAS[key][1], sqlglot_dialect(schema.dialect.name)
     if isinstance(schema, Mapping) and set(schema) == {"tables", "db_id"}:
         schema = (schema["tables"], schema["db_id"])

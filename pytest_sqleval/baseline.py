@@ -23,16 +23,22 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .aggregate import MEAN_METRICS, SHARE_METRICS, case_value
+from .registry import Metric, MetricRegistry, active_registry
 from .stats import bootstrap_mean, mcnemar_exact, paired_share_interval, sign_flip
 
 SCHEMA = "sqleval-report/1"
-#: Metrics compared case by case, in report order.
-PAIRED_METRICS = ("execution_accuracy", "test_suite_accuracy", "soft_f1", "bird_soft_f1", "r_ves", "exact_match",
-                  "valid_syntax", "pass_rate")
 PAIR_KINDS = ("fixed", "regressed", "still_missed", "still_passed", "new", "removed")
 #: Options in the run metadata that change scores: a difference is worth a warning.
 SCORE_OPTIONS = ("timeout", "max_rows", "strict", "database_url")
+
+
+def paired_metrics(registry: MetricRegistry | None = None) -> tuple[str, ...]:
+    """Metrics compared case by case, in report order: every per-case rate and mean of the registry."""
+    return tuple(m.name for m in _paired(registry))
+
+
+def _paired(registry: MetricRegistry | None) -> list[Metric]:
+    return [m for m in (registry or active_registry()).case_metrics() if m.kind in ("rate", "mean")]
 
 
 class ReportError(ValueError):
@@ -106,15 +112,15 @@ def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mappi
             pairs["fixed" if now == "passed" else "still_missed"].append(k)
     pairs["removed"] = [k for k in base_by_key if k not in cur_by_key]
     metrics: dict[str, Any] = {}
-    multi_database = any("databases" in c for c in (*cur_by_key.values(), *base_by_key.values()))
-    for metric in PAIRED_METRICS:
-        if metric == "test_suite_accuracy" and not multi_database:
-            continue  # as in the aggregates: only suites with several databases have it
-        values = [(case_value(cur_by_key[k], metric), case_value(base_by_key[k], metric))
+    both = (*cur_by_key.values(), *base_by_key.values())
+    for metric in _paired(None):
+        if metric.present_when is not None and not any(metric.present_when(c) for c in both):
+            continue  # as in the aggregates (test_suite_accuracy: only suites with several databases have it)
+        values = [(metric.case_value(cur_by_key[k]), metric.case_value(base_by_key[k]))
                   for k in cur_by_key if k in base_by_key]
         paired = [(c, b) for c, b in values if c is not None and b is not None]
         if paired:
-            metrics[metric] = paired_statistics(metric, paired)
+            metrics[metric.name] = paired_statistics(metric.name, paired)
     entry: dict[str, Any] = {"pairs": pairs, "metrics": metrics,
                              "counts": {kind: len(ids) for kind, ids in pairs.items()}}
     if errors:
@@ -126,14 +132,15 @@ def paired_statistics(metric: str, paired: Sequence[tuple[float, float]]) -> dic
     n = len(paired)
     current = math.fsum(c for c, _ in paired) / n
     baseline = math.fsum(b for _, b in paired) / n
-    if metric in SHARE_METRICS:
+    kind = active_registry()[metric].kind
+    if kind == "rate":
         fixed = sum(1 for c, b in paired if c and not b)
         regressed = sum(1 for c, b in paired if b and not c)
         interval = paired_share_interval(fixed, regressed, n)
         return {"current": current, "baseline": baseline, "delta": current - baseline,
                 "ci": list(interval), "p_value": mcnemar_exact(regressed, fixed), "test": "mcnemar_exact",
                 "n_pairs": n, "ci_method": "exact_conditional", "discordant": {"better": fixed, "worse": regressed}}
-    if metric in MEAN_METRICS:
+    if kind == "mean":
         diffs = [c - b for c, b in paired]
         interval = bootstrap_mean(diffs)
         return {"current": current, "baseline": baseline, "delta": math.fsum(diffs) / n,

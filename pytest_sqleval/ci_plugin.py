@@ -86,7 +86,7 @@ def _path_setting(config: pytest.Config, name: str) -> str | None:
 
 
 def _active(config: pytest.Config) -> bool:
-    from .plugin import STATE_KEY
+    from .state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     return state is not None and not state.settings.check_gold
@@ -114,7 +114,7 @@ def session_report(config: pytest.Config) -> dict[str, Any] | None:
     """
     if REPORT_KEY in config.stash:
         return config.stash[REPORT_KEY]
-    from .plugin import STATE_KEY
+    from .state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.summaries:
@@ -128,12 +128,12 @@ def session_report(config: pytest.Config) -> dict[str, Any] | None:
         except (OSError, ValueError):
             report = None
     if not isinstance(report, dict):
-        from .plugin import _version
         from .report.json_report import build_report
+        from .session import plugin_version
 
         records = sorted(state.records, key=lambda r: (r["path"], r.get("index", 0)))
         report = build_report(state.summaries, records,
-                              run={"plugin_version": _version(), "pytest_version": pytest.__version__})
+                              run={"plugin_version": plugin_version(), "pytest_version": pytest.__version__})
         report = json.loads(json.dumps(report, default=str))
     config.stash[REPORT_KEY] = report
     return report
@@ -165,7 +165,7 @@ class CIPlugin:
 
 
 def _record(report: pytest.TestReport) -> dict[str, Any] | None:
-    from .plugin import sqleval_record
+    from .outcomes import sqleval_record
 
     return sqleval_record(report)
 

@@ -35,9 +35,9 @@ class CleanupReport:
 
 def find_leftovers(url: str, *, connect_timeout: float = 10.0) -> tuple[list[str], list[str], list[str]]:
     """(databases not in use, databases in use, sqleval roles) on the server of ``url``."""
-    from .execution.engines import BUILT_DATABASE_PREFIX, RESTRICTED_ROLE_PREFIX, _admin_connect
+    from .execution.backends.postgresql import BUILT_DATABASE_PREFIX, RESTRICTED_ROLE_PREFIX, admin_connect
 
-    with _admin_connect(url, connect_timeout) as conn:
+    with admin_connect(url, connect_timeout) as conn:
         rows = conn.execute(
             "SELECT d.datname, EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname "
             "AND a.pid <> pg_backend_pid()) FROM pg_database d WHERE d.datname LIKE %s ORDER BY d.datname",
@@ -62,7 +62,7 @@ def cleanup(url: str, *, dry_run: bool = False, connect_timeout: float = 10.0) -
     import psycopg
     from psycopg import sql as pgsql
 
-    from .execution.engines import BUILT_DATABASE_PREFIX, RESTRICTED_ROLE_PREFIX, _admin_connect
+    from .execution.backends.postgresql import BUILT_DATABASE_PREFIX, RESTRICTED_ROLE_PREFIX, admin_connect
 
     idle, busy, roles = find_leftovers(url, connect_timeout=connect_timeout)
     report = CleanupReport(in_use=busy)
@@ -71,7 +71,7 @@ def cleanup(url: str, *, dry_run: bool = False, connect_timeout: float = 10.0) -
         report.dropped = idle
         report.roles_dropped = [r for r in roles if r not in kept_roles]
         return report
-    with _admin_connect(url, connect_timeout) as conn:
+    with admin_connect(url, connect_timeout) as conn:
         for name in idle:
             try:
                 # No FORCE: a session that connected since the listing keeps its database.

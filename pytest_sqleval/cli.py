@@ -76,11 +76,14 @@ def run() -> None:  # the console-script entry point
 # --------------------------------------------------------------------------- shared helpers
 def _load(path: str, role: str = "report") -> dict[str, Any]:
     from .baseline import ReportError, load_report
+    from .registry import adopt_definitions
 
     try:
-        return load_report(path, role=role)
+        report = load_report(path, role=role)
     except ReportError as exc:
         raise CommandError(str(exc)) from None
+    adopt_definitions(report.get("metric_definitions") or {})  # a user's metrics, aggregated and gated again
+    return report
 
 
 def _write(path: str, report: dict[str, Any]) -> None:
@@ -177,8 +180,7 @@ def add_gate(subparsers) -> None:
 
 
 def gate_command(args: argparse.Namespace) -> int:
-    from .deploygate import (GateOptionError, GateOptions, parse_alpha, parse_baseline_rule, regate,
-                             threshold_argument)
+    from .deploygate import GateOptionError, GateOptions, parse_alpha, parse_baseline_rule, regate, threshold_argument
 
     report = _load(args.report)
     try:

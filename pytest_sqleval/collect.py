@@ -7,71 +7,30 @@ select cases with ``-k``, and use tags as markers with ``-m``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .errors import DatabaseError, GoldError, SuiteError
+from .outcomes import (
+    CaseErrored,
+    CaseMissed,
+    GoldBroken,
+    decide_outcome,
+    errored_record,
+    internal_error_message,
+    wants_traceback,
+)
 from .predictions import Prediction, load_predictions, unmatched_ids
-from .report.diff import miss_reason, render_miss
+from .report.diff import render_miss
+from .state import sqleval_state
 from .suite import Case, Suite
-
-SUITE_SUFFIXES = (".sqleval.yaml", ".sqleval.yml")
-YAML_SUFFIXES = (".yaml", ".yml")
-
-
-def is_suite_file(path: Path) -> bool:
-    return path.name.endswith(SUITE_SUFFIXES)
-
-
-class GoldBroken(Exception):
-    """A gold that gave different results on two runs (``--sqleval-check-gold``)."""
-
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.record = record
-        super().__init__("; ".join(f["message"] for f in record["gold_findings"] if f["severity"] == "broken"))
-
-
-class CaseErrored(Exception):
-    """A case whose scoring raised (a bug of ours, recursion, memory): recorded as an error, the run goes on."""
-
-    def __init__(self, record: dict[str, Any], error: BaseException) -> None:
-        self.record = record
-        self.error = error
-        super().__init__(internal_error_message(error))
-
-
-def internal_error_message(error: BaseException) -> str:
-    """A short, one-line account of an unexpected exception (no traceback, no case objects)."""
-    if isinstance(error, CaseErrored):
-        error = error.error
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    if isinstance(error, RecursionError):
-        text = "nested too deeply to score"
-    elif isinstance(error, MemoryError):
-        text = "ran out of memory while scoring"
-    text = text[:300]
-    return f"internal error while scoring ({type(error).__name__}{': ' + text if text else ''}); run with --tb=long for the traceback"
-
-
-def _wants_traceback(config) -> bool:
-    return config.getoption("tbstyle", "auto") in ("long", "native") or config.getoption("verbose", 0) >= 2
-
-
-class CaseMissed(Exception):
-    """Raised for a miss under ``--sqleval-strict``, so the miss becomes a failure."""
-
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.record = record
-        super().__init__(miss_reason(record))
 
 
 class SuiteFile(pytest.File):
     """A ``*.sqleval.yaml`` file (or an explicitly named YAML file) holding one suite."""
 
     def collect(self):
-        from .plugin import sqleval_state
         from .suite_cache import load_suite_shared
 
         state = sqleval_state(self.config)
@@ -153,7 +112,7 @@ class CaseItem(pytest.Function):
             return f"{self.suite.path}:{self.case.line}: case {self.case.id}: broken gold: {error}"
         if isinstance(error, (SuiteError, GoldError, DatabaseError)):
             return f"{self.suite.path}:{self.case.line}: case {self.case.id}: {error}"
-        if not _wants_traceback(self.config):
+        if not wants_traceback(self.config):
             return f"{self.suite.path}:{self.case.line}: case {self.case.id}: {internal_error_message(error)}"
         if isinstance(error, CaseErrored):
             excinfo = pytest.ExceptionInfo.from_exception(error.error)
@@ -162,76 +121,48 @@ class CaseItem(pytest.Function):
 
 def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold, sqleval_prediction):
     """The body of every suite item: evaluate the prediction and record the verdict."""
-    from .plugin import sqleval_state
-
     item = request.node
     state = sqleval_state(request.config)
-    suite = item.suite
     engines = state.case_engines(sqleval_case, sqleval_engine)
     if state.settings.check_gold:
         return check_gold_case(item, state, engines, sqleval_gold)
     chosen = sqleval_prediction.resolve()  # predictions file > model > `predicted:` (pytest_sqleval/model_plugin.py)
     item.prediction = chosen.sql
     try:
-        record = state.evaluator.evaluate(
-            sqleval_case, suite, item.prediction, engines, sqleval_gold,
-            timeout=state.timeout_for(suite), max_rows=state.max_rows_for(suite),
-            database=state.database_label(sqleval_case, sqleval_engine), **_limits(state, suite),
-            prediction_error=chosen.query_error,
-        )
-        record.update(chosen.record_fields())
+        record = score_case(item, state, engines, sqleval_gold, chosen,
+                            database=state.database_label(sqleval_case, sqleval_engine))
     except (Exception, RecursionError, MemoryError) as exc:  # noqa: BLE001 - one case never takes the run down
         record = errored_record(item, state, sqleval_gold, exc)
         item.sqleval_record = record
+        item.config.hook.pytest_sqleval_case_result(record=record, item=item, config=item.config)
         raise CaseErrored(record, exc) from None
-    if record["passed_rule"]:
-        record["outcome"] = "passed"
-    else:
-        record["outcome"] = "failed" if state.settings.strict else "missed"
+    record["outcome"] = decide_outcome(record, strict=state.settings.strict)
     item.sqleval_record = record
+    item.config.hook.pytest_sqleval_case_result(record=record, item=item, config=item.config)
     if record["outcome"] == "failed":
         raise CaseMissed(record)
+
+
+def score_case(item, state, engines, prepared, chosen, *, database: str | None) -> dict[str, Any]:
+    """Every ``pytest_sqleval_score_case`` implementation (the built-in scoring first), then ``pass_if``."""
+    from .evaluate import rule_holds
+    from .record import ScoreContext
+
+    suite = item.suite
+    limits = {"timeout": state.timeout_for(suite), "max_rows": state.max_rows_for(suite), **_limits(state, suite)}
+    context = ScoreContext(engines=engines, dialect=prepared.dialect, limits=limits, prepared=prepared,
+                           evaluator=state.evaluator, database=database, prediction_error=chosen.query_error)
+    record: dict[str, Any] = {}
+    item.config.hook.pytest_sqleval_score_case(case=item.case, suite=suite, prediction=item.prediction, record=record,
+                                               context=context, config=item.config)
+    record.update(chosen.record_fields())
+    record["passed_rule"] = rule_holds(suite, record)
+    return record
 
 
 def _limits(state, suite: Suite) -> dict[str, Any]:
     """The per-suite limits beyond timeout and row cap: the memory cap and the user's allowed functions."""
     return {"max_memory": state.max_memory_for(suite), "allow_functions": state.allowed_functions_for(suite)}
-
-
-def crashed_case_record(state, rootpath: Path, nodeid: str, message: str) -> dict[str, Any] | None:
-    """The ``error`` record of a case whose xdist worker crashed while running it (None: not a suite item)."""
-    path, sep, name = nodeid.partition("::")
-    if not sep or not path.endswith(SUITE_SUFFIXES + YAML_SUFFIXES):
-        return None
-    suite = state.suite_at(str((rootpath / path).resolve()))
-    case = next((c for c in suite.cases if c.item_name == name), None)
-    if case is None:
-        return None
-    return error_record(case, suite, None, state, "worker_crashed",
-                        f"worker crashed: {message.strip().splitlines()[0][:300]}")
-
-
-def errored_record(item: "CaseItem", state, prepared, error: BaseException) -> dict[str, Any]:
-    """The record of a case whose scoring raised: outcome ``error``, kind ``internal``, a short message."""
-    return error_record(item.case, item.suite, item.prediction, state, "internal", internal_error_message(error),
-                        prepared=prepared)
-
-
-def error_record(case: Case, suite: Suite, prediction: str | None, state, kind: str, message: str, *,
-                 prepared=None) -> dict[str, Any]:
-    """The one shape of a case that could not be scored (outcome ``error``): a broken gold or database, an
-    exception while scoring, a crashed worker. ``state`` may be None (then no database label)."""
-    from .evaluate import Prepared, base_record
-
-    if prepared is None:
-        prepared = Prepared(gold=(), schema=None, dialect="", difficulty=case.difficulty, difficulty_source="suite")
-    database = state.database_label(case) if state is not None else None
-    record = base_record(case, suite, prediction, prepared, database=database)
-    record.update({
-        "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
-        "vacuous": False, "mismatch": None, "outcome": "error", "error": {"kind": kind, "message": message},
-    })
-    return record
 
 
 def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
@@ -249,7 +180,7 @@ def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
             findings.append(finding)
     record = base_record(item.case, item.suite, item.prediction, prepared, database=state.database_label(item.case))
     record.update(findings_record(findings))
-    record["outcome"] = {"clean": "passed", "flagged": "flagged", "broken": "failed"}[record["gold_status"]]
+    record["outcome"] = decide_outcome(record, strict=state.settings.strict)
     item.sqleval_record = record
     if record["outcome"] == "failed":
         raise GoldBroken(record)

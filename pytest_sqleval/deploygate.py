@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .aggregate import aggregate_overall, aggregate_suite
-from .baseline import PAIRED_METRICS, ReportError, compare_reports, normalise_case
-from .gate import OVERALL_PREFIX, Threshold, ThresholdError, merge, parse_assignment
+from .baseline import ReportError, compare_reports, normalise_case, paired_metrics
+from .thresholds import OVERALL_PREFIX, Threshold, ThresholdError, merge, parse_assignment
 
 DEFAULT_ALPHA = 0.05
 
@@ -41,9 +41,9 @@ def parse_baseline_rule(text: str) -> BaselineRule:
     target, sep, tolerance_text = text.strip().partition("=")
     scope, colon, metric = target.rpartition(":")
     metric = metric.strip()
-    if metric not in PAIRED_METRICS:
+    if metric not in paired_metrics():
         raise GateOptionError(f"cannot compare {metric!r} with the baseline case by case; "
-                              f"use one of: {', '.join(PAIRED_METRICS)} (e.g. execution_accuracy=0.01)")
+                              f"use one of: {', '.join(paired_metrics())} (e.g. execution_accuracy=0.01)")
     tolerance = 0.0
     if sep:
         try:
@@ -302,6 +302,9 @@ def merge_reports(sources: Sequence[tuple[str, Mapping[str, Any]]], *, baseline:
     if options.baseline:
         run.setdefault("options", {}).setdefault("gates", {})["baseline"] = options.baseline
     report = {"schema": SCHEMA, "run": run, "suites": suites, "cases": cases}
+    recorded = {name: spec for _, r in sources for name, spec in (r.get("metric_definitions") or {}).items()}
+    if recorded:
+        report["metric_definitions"] = recorded
     return complete_report(report, options, baseline=baseline, baseline_path=baseline_path)
 
 

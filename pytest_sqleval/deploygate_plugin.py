@@ -30,14 +30,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="fail when more than N cases that passed in the baseline are missed now.")
     group.addoption("--sqleval-fail-under-baseline", metavar="METRIC[=TOLERANCE]", action="append", default=None,
                     help="fail when METRIC dropped by more than TOLERANCE (default 0) vs the baseline and the drop is "
-                         "significant at --sqleval-alpha; METRIC is per suite, overall:METRIC or SUITE:METRIC (repeatable).")
+                         "significant at --sqleval-alpha; METRIC is per suite, overall:METRIC or SUITE:METRIC "
+                         "(repeatable).")
     group.addoption("--sqleval-alpha", metavar="A", default=None,
                     help="significance level of the baseline gates (default 0.05).")
     group.addoption("--sqleval-shard", metavar="K/N", default=None,
                     help="run shard K of N (deterministic by suite and case id; interactions stay together).")
     parser.addini("sqleval_baseline", help="default for --sqleval-baseline.")
     parser.addini("sqleval_max_regressed", help="default for --sqleval-max-regressed.")
-    parser.addini("sqleval_fail_under_baseline", type="linelist", help="METRIC[=TOLERANCE] lines (--sqleval-fail-under-baseline).")
+    parser.addini("sqleval_fail_under_baseline", type="linelist",
+                  help="METRIC[=TOLERANCE] lines (--sqleval-fail-under-baseline).")
     parser.addini("sqleval_alpha", help="default for --sqleval-alpha (0.05).")
 
 
@@ -57,14 +59,14 @@ def _ini(config: pytest.Config, name: str):
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    from .plugin import STATE_KEY
+    from .state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
     from .deploygate import GateOptionError, GateOptions, parse_alpha, parse_baseline_rule
-    from .gate import OVERALL_PREFIX, merge
     from .shard import ShardError, parse_shard
+    from .thresholds import OVERALL_PREFIX, merge
 
     option = config.option
     try:
@@ -165,7 +167,8 @@ def extend_report(config: pytest.Config, state, report: dict[str, Any]) -> dict[
     if deploy is None:  # pragma: no cover - the core only calls this when sqleval is active
         return report
     options = score_options(state)
-    options["thresholds"] = [f"{t.metric}={t.value:g}" for t in (*state.settings.cli_thresholds, *state.settings.ini_thresholds)]
+    thresholds = (*state.settings.cli_thresholds, *state.settings.ini_thresholds)
+    options["thresholds"] = [f"{t.metric}={t.value:g}" for t in thresholds]
     options["gates"] = deploy.options.as_json()
     shard = f"{deploy.shard[0]}/{deploy.shard[1]}" if deploy.shard else None
     report["run"] = run_block(rootdir=Path(config.rootpath), started=deploy.started, finished=time.time(),

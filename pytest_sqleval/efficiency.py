@@ -24,8 +24,8 @@ from .metrics.bird import VES_REPETITIONS, r_ves_score, ves_reward, ves_time_rat
 
 def _checked_prediction(prediction: str, options, dialect: str, allow_functions: frozenset[str]) -> str | None:
     """The text scoring ran for the prediction (None: no statement, nothing runs)."""
-    from .evaluate import prediction_rewrite
     from .execution.runner import official_statement, prepare_sql
+    from .sql.rewrite import prediction_rewrite
 
     statement, rewrite = official_statement(prediction, dialect, prediction_rewrite(options))
     if statement is None:

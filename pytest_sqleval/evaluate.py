@@ -15,16 +15,19 @@ from typing import Any, Sequence
 
 from sqlglot.errors import SqlglotError
 
+from .comparison import ComparisonOptions
 from .errors import DatabaseError, GoldError, QueryError
 from .execution.runner import run_query, sqlglot_dialect
-from .metrics.execution_match import compare_results
-from .metrics.profiles import ComparisonOptions
 from .metrics.bird import bird_soft_f1
+from .metrics.execution_match import compare_results
 from .metrics.soft_f1 import soft_f1
+from .metrics.tie_groups import tie_group_starts
+from .record import CaseRecord, ScoreContext
+from .registry import active_registry
 from .results import QueryResult
 from .schema import Schema
-from .sql.ordering import plan_order, tie_group_starts
-from .sql.rewrite import strip_distinct
+from .sql.ordering import plan_order
+from .sql.rewrite import prediction_rewrite, strip_distinct
 from .suite import Case, Suite
 
 #: Example rows kept in a record for the miss diff.
@@ -74,6 +77,7 @@ class Evaluator:
     _schemas: dict[Any, Schema] = field(default_factory=dict)
     _gold_readability: dict[Any, Exception | None] = field(default_factory=dict)
     _hardness: dict[Any, Any] = field(default_factory=dict)
+    _gold_planned: dict[Any, tuple[str, Any]] = field(default_factory=dict)  # (sql, plan) of a prefetched gold
 
     # -- gold ------------------------------------------------------------------
     def gold_runs(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
@@ -116,7 +120,8 @@ class Evaluator:
         key = (Identity(engine), gold, dialect, options, timeout, max_rows, max_memory)
         cached = self._gold_cache.pop(key, None)
         if cached is None:
-            cached = self._run_gold(gold, options, engine, dialect, display, timeout, max_rows, max_memory=max_memory)
+            cached = self._run_gold(gold, options, engine, dialect, display, timeout, max_rows, max_memory=max_memory,
+                                    planned=self._gold_planned.pop(key, None))
         self._gold_cache[key] = cached  # most recently used last
         if len(self._gold_cache) > GOLD_CACHE_SIZE:  # bounded memory on huge suites: the least recently used goes
             del self._gold_cache[next(iter(self._gold_cache))]
@@ -125,12 +130,16 @@ class Evaluator:
         return cached
 
     def _run_gold(self, gold: str, options: ComparisonOptions, engine, dialect: str, display: str,
-                  timeout: float, max_rows: int, *, max_memory: int | None = None) -> GoldRun | GoldError:
-        try:
-            sql = strip_distinct(gold, dialect) if options.distinct == "strip" else gold
-        except SqlglotError as exc:
-            return GoldError(f"the profile strips DISTINCT, which needs sqlglot to read the gold in {dialect}: {exc}")
-        plan = plan_order(gold, dialect, options)
+                  timeout: float, max_rows: int, *, max_memory: int | None = None,
+                  planned: tuple[str, Any] | None = None) -> GoldRun | GoldError:
+        if planned is not None:  # computed by _prefetch_gold, which sent the query already
+            sql, plan = planned
+        else:
+            try:
+                sql = strip_distinct(gold, dialect) if options.distinct == "strip" else gold
+            except SqlglotError as exc:
+                return GoldError(f"the profile strips DISTINCT, which needs sqlglot to read the gold in {dialect}: {exc}")
+            plan = plan_order(gold, dialect, options)
         try:
             if plan.hidden_key_sql:
                 return self._gold_with_hidden_keys(gold, sql, plan, options, engine, dialect, display, timeout, max_rows,
@@ -171,8 +180,10 @@ class Evaluator:
             return None
         key = Identity(engine)
         if key not in self._schemas:
+            from .execution.backends import read_schema
+
             try:
-                self._schemas[key] = Schema.from_engine(engine)
+                self._schemas[key] = read_schema(engine)
             except Exception as exc:  # noqa: BLE001 - driver errors vary; report them plainly
                 raise DatabaseError(f"cannot read the schema of {case.database.display}: {exc}") from None
         return self._schemas[key]
@@ -180,6 +191,8 @@ class Evaluator:
     def prepare(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
                 max_rows: int | None = None, max_memory: int | None = None) -> Prepared:
         """Everything about the gold side of a case; raises GoldError for a broken gold (a suite error)."""
+        if self._prefetch_gold(case, suite, engines, timeout=timeout, max_rows=max_rows, max_memory=max_memory):
+            self._warm_gold_reading(case, suite, engines)  # while the query process runs the gold
         gold = self.gold_runs(case, suite, engines, timeout=timeout, max_rows=max_rows, max_memory=max_memory) if engines else []
         alternatives = self.gold_alternatives(case, suite, engines, timeout=timeout, max_rows=max_rows,
                                               max_memory=max_memory) if engines else ()
@@ -192,6 +205,49 @@ class Evaluator:
         difficulty, source = self._difficulty(case, suite, schema, dialect)
         return Prepared(gold=tuple(gold), schema=schema, dialect=dialect, difficulty=difficulty, difficulty_source=source,
                         alternatives=alternatives)
+
+    def _prefetch_gold(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None,
+                       max_rows: int | None, max_memory: int | None) -> bool:
+        """Send the case's (first) gold query to the query process now, unless its result is cached: what
+        :meth:`run_gold` will run, the same request, so it collects the answer the other core computed while
+        this process read the gold for exact match and hardness. True when a query was sent."""
+        if case.expected is not None or not engines or not case.gold or len(case.databases) != 1:
+            return False
+        timeout, max_rows, engine = timeout or self.timeout, max_rows or self.max_rows, engines[0]
+        dialect, options = suite_dialect(suite, engine), suite.execution
+        key = (Identity(engine), case.gold, dialect, options, timeout, max_rows, max_memory)
+        if key in self._gold_cache:
+            return False
+        try:
+            sql = strip_distinct(case.gold, dialect) if options.distinct == "strip" else case.gold
+            plan = plan_order(case.gold, dialect, options)
+        except (SqlglotError, QueryError):
+            return False  # _run_gold reports it
+        if plan.hidden_key_sql:
+            return False
+        try:
+            run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
+                      prefetch=True)
+        except QueryError:
+            return False  # refused before it was sent: _run_gold runs it again and reports it
+        self._gold_planned[key] = (sql, plan)
+        if len(self._gold_planned) > 64:  # never collected (a failing case): bounded
+            del self._gold_planned[next(iter(self._gold_planned))]
+        return True
+
+    def _warm_gold_reading(self, case: Case, suite: Suite, engines: Sequence[Any]) -> None:
+        """Fill the per-gold caches of :meth:`prepare` (readability, difficulty) early; every error is left to
+        :meth:`prepare`'s own calls, in its own order."""
+        try:
+            engine = engines[0] if engines else None
+            schema = self.schema(case, engine)
+            dialect = suite_dialect(suite, engine)
+            if schema is not None:
+                for text in case.accepted_golds:
+                    self._gold_unreadable(case, suite, schema, dialect, text)
+            self._difficulty(case, suite, schema, dialect)
+        except Exception:  # noqa: BLE001 - raised again, in order, by prepare
+            pass
 
     def _gold_unreadable(self, case: Case, suite: Suite, schema: Schema, dialect: str,
                          gold: str | None = None) -> Exception | None:
@@ -227,21 +283,40 @@ class Evaluator:
     def evaluate(self, case: Case, suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
                  *, timeout: float | None = None, max_rows: int | None = None, database: str | None = None,
                  max_memory: int | None = None, allow_functions: frozenset[str] = frozenset(),
-                 prediction_error: QueryError | None = None) -> dict[str, Any]:
-        """``prediction_error``: why there is no prediction to run (the model step: ``model_error``, ``no_sql``)."""
+                 prediction_error: QueryError | None = None) -> CaseRecord:
+        """The case's full record: :meth:`score`, then the suite's ``pass_if`` (``passed_rule``)."""
+        record = self.score(case, suite, prediction, engines, prepared, timeout=timeout, max_rows=max_rows,
+                            database=database, max_memory=max_memory, allow_functions=allow_functions,
+                            prediction_error=prediction_error)
+        record["passed_rule"] = rule_holds(suite, record)
+        return record
+
+    def score(self, case: Case, suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
+              *, timeout: float | None = None, max_rows: int | None = None, database: str | None = None,
+              max_memory: int | None = None, allow_functions: frozenset[str] = frozenset(),
+              prediction_error: QueryError | None = None, context: ScoreContext | None = None) -> CaseRecord:
+        """The built-in scoring of one case (every field but ``passed_rule`` and ``outcome``).
+
+        ``prediction_error``: why there is no prediction to run (the model step: ``model_error``, ``no_sql``);
+        ``context``: given, it receives the results the hooks may use (``gold_results``, ``prediction_result``)."""
         timeout = timeout or self.timeout
         max_rows = max_rows or self.max_rows
         record = base_record(case, suite, prediction, prepared, database=database)
         limits = {"max_memory": max_memory, "allow_functions": frozenset(allow_functions)}
+        if context is not None:
+            context.gold_results = [run.result for run in prepared.gold]
+        prefetch_prediction(suite, prediction, engines, prepared, timeout, max_rows, limits)
+        exact = exact_match_fields(case, suite, prediction, prepared)  # while the query process runs the prediction
         record.update(self._score_execution(suite, prediction, engines, prepared.gold, prepared.dialect, timeout, max_rows,
-                                            limits=limits, alternatives=prepared.alternatives, case=case))
+                                            limits=limits, alternatives=prepared.alternatives, case=case,
+                                            context=context))
         if (self.efficiency or suite.efficiency) and record.get("valid") is not None and prepared.gold and engines:
             from .efficiency import r_ves_fields
 
             record.update(r_ves_fields(engines[0], case.gold, prediction, suite.execution, prepared.dialect,
                                        matched=bool(record.get("execution_match_first")), timeout=timeout,
                                        max_rows=max_rows, **limits))
-        record.update(exact_match_fields(case, suite, prediction, prepared))
+        record.update(exact)
         if prediction_error is not None and prediction is None:
             if record.get("error"):
                 record["error"] = {"kind": prediction_error.kind, "message": prediction_error.message}
@@ -252,12 +327,11 @@ class Evaluator:
 
             record["policy"] = check_policy(prediction, case.policy, dialect=prepared.dialect,
                                             schema=prepared.schema).as_record()
-        record["passed_rule"] = rule_holds(suite, record)
         return record
 
     def _score_execution(self, suite, prediction, engines, gold, dialect, timeout, max_rows, *,
                          limits: dict[str, Any] | None = None, alternatives: Sequence[Sequence[GoldRun]] = (),
-                         case: Case | None = None) -> dict[str, Any]:
+                         case: Case | None = None, context: ScoreContext | None = None) -> dict[str, Any]:
         if not gold:
             return {"valid": None, "error": None, "execution_match": None, "soft_f1": None, "vacuous": False, "mismatch": None}
         if prediction is None or (not prediction.strip() and suite.execution.profile != "bird"):
@@ -272,6 +346,8 @@ class Evaluator:
                                                 **(limits or {})))
             except QueryError as exc:
                 return with_shape(_failed_execution(exc), case, None)
+        if context is not None:
+            context.prediction_result = predicted[0]
         # Each accepted gold in turn (the first gold, then `gold: [...]`'s others): the first that matches
         # on every database scores, else the one with the highest soft F1.
         candidates = []
@@ -359,7 +435,7 @@ def rule_holds(suite: Suite, record: dict[str, Any]) -> bool:
     pass_if itself says what `policy` means for passing."""
     policy = record.get("policy")
     clause_sets = record.get("clause_sets") or ([record["clauses"]] if record.get("clauses") else [])
-    metrics = {k: record.get(k) for k in ("valid", "execution_match", "soft_f1", "exact_match", "bird_soft_f1", "r_ves")}
+    metrics = {k: record.get(k) for k in active_registry().pass_if_metrics()}
     metrics["policy"] = policy["passed"] if policy else True
     metrics["clause_sets"] = clause_sets
     passed = suite.pass_if.holds(metrics)
@@ -439,18 +515,17 @@ def run_prediction(engine, prediction: str, options: ComparisonOptions, dialect:
                      rewrite=rewrite, allow_functions=allow_functions, max_memory=max_memory)
 
 
-#: Profiles that reproduce an official evaluator's verdict on any text: what that evaluator hands its engine
-#: runs (see :mod:`pytest_sqleval.sql.statements`), guarded.
-REPRODUCTION_PROFILES = ("test-suite", "bird")
-
-
-def prediction_rewrite(options: ComparisonOptions) -> str | None:
-    """The runner's rewrite for a prediction under ``options``."""
-    if options.profile in REPRODUCTION_PROFILES:
-        # test-suite strips DISTINCT with sqlparse (first statement only); otherwise (BIRD, or test-suite's
-        # --keep_distinct) the whole text goes to Python's sqlite3
-        return "official_distinct" if options.distinct == "strip" else "sqlite3_statement"
-    return "strip_distinct" if options.distinct == "strip" else None
+def prefetch_prediction(suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
+                        timeout: float, max_rows: int, limits: dict[str, Any]) -> None:
+    """Send the prediction to the query process before this process scores exact match: the first
+    :func:`run_prediction` of the case then collects a result the other core computed meanwhile."""
+    if not prepared.gold or not engines or prediction is None or not prediction.strip():
+        return
+    try:
+        run_query(engines[0], prediction, timeout=timeout, max_rows=max_rows, untrusted=True,
+                  dialect=prepared.dialect, rewrite=prediction_rewrite(suite.execution), prefetch=True, **limits)
+    except QueryError:
+        return  # refused before it was sent (e.g. a profile's one-statement rule): run_prediction raises it again
 
 
 def suite_dialect(suite: Suite, engine) -> str:

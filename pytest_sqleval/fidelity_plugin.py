@@ -23,7 +23,7 @@ def efficiency_enabled(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    from .plugin import STATE_KEY
+    from .state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is not None and efficiency_enabled(config):

@@ -34,10 +34,10 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from .comparison import ComparisonOptions
 from .errors import QueryError
 from .execution.runner import run_query
-from .metrics.profiles import ComparisonOptions
-from .metrics.values import normalise_value
+from .metrics.normalisation import normalise_value
 from .results import QueryResult
 from .sql.limits import SqlTooComplex, bounded_stack, parse_one_bounded, too_complex_reason
 from .sql.ordering import plan_order

@@ -79,7 +79,7 @@ _CLEANUP_KEY = pytest.StashKey[SignalCleanup]()
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    from .plugin import STATE_KEY
+    from .state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is None:
@@ -101,7 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_configure_node(node) -> None:
     """xdist controller: give each worker the run's build folder, so that setup-script files are built once per
     run (under a file lock) and shared, instead of once per worker."""
-    from .plugin import STATE_KEY
+    from .state import STATE_KEY
 
     state = node.config.stash.get(STATE_KEY, None)
     if state is not None:
@@ -116,10 +116,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    from .plugin import STATE_KEY, _is_worker
+    from .state import STATE_KEY, is_worker
 
     state = config.stash.get(STATE_KEY, None)
-    if state is None or _is_worker(config) or not state.settings.database_url:
+    if state is None or is_worker(config) or not state.settings.database_url:
         return
     lines = database_override_notes(state)
     if lines:

@@ -41,7 +41,7 @@ def _price(text: str) -> float:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .plugin import positive_float, positive_int  # lazy argparse types: settings load only when used
+    from .options import positive_float, positive_int  # lazy argparse types: settings load only when used
 
     group = parser.getgroup("sqleval-model", "text-to-SQL evaluation: the model in the loop (pytest-sqleval)")
     group.addoption("--sqleval-model", metavar="NAME", default=None,
@@ -168,7 +168,7 @@ def resolve_model_settings(config: pytest.Config):
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    from .plugin import STATE_KEY
+    from .state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is None:
@@ -257,7 +257,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if runtime is None or hasattr(config, "workerinput") or runtime.settings.save_predictions is None:
         return
     from .model.usage import save_predictions
-    from .plugin import STATE_KEY
+    from .state import STATE_KEY
 
     state = config.stash[STATE_KEY]
     records = sorted(state.records, key=lambda r: (r["path"], r.get("index", 0)))

@@ -19,16 +19,13 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-#: Per-case metrics a rule may use, and whether each is a 0/1 verdict or a score.
-CASE_METRICS: dict[str, str] = {
-    "valid": "bool",
-    "execution_match": "bool",
-    "exact_match": "bool",
-    "soft_f1": "score",
-    "bird_soft_f1": "score",
-    "r_ves": "score",
-    "policy": "bool",
-}
+from .registry import active_registry
+
+
+def case_metrics() -> dict[str, str]:
+    """The per-case names a rule may use (record keys of the metric registry), each ``bool`` or ``score``."""
+    return active_registry().pass_if_metrics()
+
 
 def clause_names() -> tuple[str, ...]:
     """Every clause ``exact_match(...)`` may name (the sqleval profile's; spider has the first eleven)."""
@@ -134,9 +131,10 @@ def _join(tokens: list[str]) -> str:
 
 def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
     metric = tokens[i]
-    kind = CASE_METRICS.get(metric)
+    known = case_metrics()
+    kind = known.get(metric)
     if kind is None:
-        raise PassRuleError(f"unknown metric {metric!r} in pass_if; per-case metrics are: {', '.join(CASE_METRICS)}")
+        raise PassRuleError(f"unknown metric {metric!r} in pass_if; per-case metrics are: {', '.join(known)}")
     i += 1
     if i < len(tokens) and tokens[i] == "(":
         if metric != "exact_match":
@@ -152,7 +150,7 @@ def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
             raise PassRuleError(f"{metric} {op} needs a number, not {tokens[i + 1]!r}") from None
         return Condition(metric, op, value), i + 2
     if kind == "score":
-        raise PassRuleError(f"{metric} is a score between 0 and 1: compare it, e.g. '{metric} >= 0.8'")
+        raise PassRuleError(f"{metric} is a score: compare it, e.g. '{metric} >= 0.8'")
     return Condition(metric), i
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
 from pathlib import Path
+from typing import Any, Mapping
 
 from .errors import SuiteError
 

@@ -2,7 +2,8 @@
 
 Exact set match needs the schema (to resolve unqualified columns and to merge
 foreign-key columns), and the report uses it to describe a database. A schema
-comes from a live database through SQLAlchemy inspection, or from a Spider
+comes from a live database (read by its engine backend:
+:func:`pytest_sqleval.execution.backends.read_schema`), or from a Spider
 ``tables.json`` entry, which also fixes the global column numbering that the
 official evaluator uses to pick a representative for each foreign-key group.
 """
@@ -12,12 +13,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from .errors import SuiteError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from sqlalchemy.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -87,49 +85,6 @@ class Schema:
             tables=tuple(Table(name, tuple(cols)) for name, cols in tables.items()),
             foreign_keys=tuple(ForeignKey(*fk) for fk in foreign_keys),
         )
-
-    @classmethod
-    def from_engine(cls, engine: Engine) -> Schema:
-        """Read tables, columns and foreign keys through SQLAlchemy inspection.
-
-        Tables come in the engine's catalogue order (SQLite: creation order, as
-        Spider's own evaluator reads ``sqlite_master``); columns in table order.
-        """
-        from sqlalchemy import inspect, text
-
-        if engine.dialect.name == "duckdb":
-            return cls._from_duckdb(engine, text)
-        inspector = inspect(engine)
-        names = _catalogue_order(engine, text) or inspector.get_table_names()
-        tables: list[Table] = []
-        fks: list[ForeignKey] = []
-        for name in names:
-            columns = tuple(col["name"] for col in inspector.get_columns(name))
-            tables.append(Table(name, columns))
-            for fk in inspector.get_foreign_keys(name):
-                referred = fk.get("referred_table")
-                for col, ref in zip(fk.get("constrained_columns") or (), fk.get("referred_columns") or ()):
-                    if referred and col and ref:
-                        fks.append(ForeignKey(name, col, referred, ref))
-        return cls(tables=tuple(tables), foreign_keys=tuple(fks))
-
-    @classmethod
-    def _from_duckdb(cls, engine: Engine, text) -> Schema:
-        """DuckDB's own catalogue (duckdb-engine's inspection queries pg_catalog tables DuckDB lacks)."""
-        with engine.connect() as conn:
-            names = [r[0] for r in conn.execute(text(
-                "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_oid"))]
-            columns: dict[str, list[str]] = {name: [] for name in names}
-            for table, column in conn.execute(text(
-                    "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main' "
-                    "ORDER BY table_oid, column_index")):
-                columns.setdefault(table, []).append(column)
-            fks = []
-            for table, cols, ref_table, ref_cols in conn.execute(text(
-                    "SELECT table_name, constraint_column_names, referenced_table, referenced_column_names "
-                    "FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' AND schema_name = 'main'")):
-                fks.extend(ForeignKey(table, c, ref_table, r) for c, r in zip(cols, ref_cols))
-        return cls(tables=tuple(Table(n, tuple(columns[n])) for n in names), foreign_keys=tuple(fks))
 
     @classmethod
     def from_spider_tables(cls, path: str | Path, db_id: str) -> Schema:
@@ -222,11 +177,3 @@ def _spider_entries(path: Path) -> dict[str, dict]:
 def spider_db_ids(path: str | Path) -> set[str]:
     """The db_ids of a Spider ``tables.json``; raises SpiderTablesError for a file that cannot be used."""
     return set(_spider_entries(Path(path)))
-
-
-def _catalogue_order(engine: Engine, text) -> list[str] | None:
-    if engine.dialect.name != "sqlite":
-        return None
-    with engine.connect() as conn:
-        rows = conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))
-        return [row[0] for row in rows]

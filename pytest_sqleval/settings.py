@@ -6,9 +6,8 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .gate import Threshold, ThresholdError, parse_assignment
-
 from .defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT  # noqa: F401
+from .thresholds import Threshold, ThresholdError, parse_assignment
 
 #: Valid ranges (inclusive upper bounds); anything else is a clear error wherever it is written.
 MAX_TIMEOUT = 86_400.0  # one day, for a query timeout and a connect timeout
@@ -94,11 +93,23 @@ row_cap = _argparse_type(check_count, "the row cap")
 memory_size = _argparse_type(parse_size, "the memory cap")
 
 
-def threshold_assignment(text: str) -> Threshold:
-    try:
-        return parse_assignment(text, "cli")
-    except ThresholdError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def threshold_assignment(text: str) -> str:
+    """``--sqleval-threshold METRIC=VALUE``: the form is checked here, the metric at configure (after the
+    ``pytest_sqleval_register_metrics`` hooks, so a user's metric may be gated)."""
+    metric, sep, value = text.partition("=")
+    if not sep or not metric.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected METRIC=VALUE (e.g. execution_accuracy=0.6), not {text!r}")
+    return text
+
+
+def cli_thresholds(texts: list[str] | None) -> tuple[Threshold, ...]:
+    thresholds = []
+    for text in texts or ():
+        try:
+            thresholds.append(parse_assignment(text, "cli"))
+        except ThresholdError as exc:
+            raise SettingsError(f"argument --sqleval-threshold: {exc}") from None
+    return tuple(thresholds)
 
 
 @dataclass(frozen=True)
@@ -165,7 +176,7 @@ def resolve_settings(config) -> Settings:
         database_url=option.sqleval_database_url or ini("sqleval_database_url"),
         check_gold=bool(option.sqleval_check_gold),
         gold_size=option.sqleval_gold_size or _ini_number(ini("sqleval_gold_size"), "sqleval_gold_size", positive_int) or 1000,
-        cli_thresholds=tuple(option.sqleval_threshold or ()),
+        cli_thresholds=cli_thresholds(option.sqleval_threshold),
         ini_thresholds=tuple(ini_thresholds),
         timeout_from_cli=timeout_cli is not None,
         max_rows_from_cli=max_rows_cli is not None,

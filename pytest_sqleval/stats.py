@@ -24,7 +24,8 @@ import functools
 import itertools
 import math
 import random
-from typing import Sequence
+import sys
+from typing import Iterator, Sequence
 
 #: The 0.975 quantile of the standard normal distribution (a two-sided 95% interval).
 Z95 = 1.959963984540054
@@ -148,10 +149,60 @@ def bootstrap_mean(values: Sequence[float], *, seed: int = SEED, resamples: int 
 def _bootstrap_interval(data: tuple[float, ...], seed: int, resamples: int, level: float) -> tuple[float, float]:
     """The interval for one input (cached: a run's summary and its report ask for the same ones)."""
     n = len(data)
-    rng = random.Random(seed)
-    means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
+    means = sorted(_resampled_sums(data, seed, resamples) or
+                   (math.fsum(c) / n for c in _choices(data, seed, resamples)))
     alpha = (1 - level) / 2
     return (quantile(means, alpha), quantile(means, 1 - alpha))
+
+
+def _choices(data: tuple[float, ...], seed: int, resamples: int) -> Iterator[list[float]]:
+    """The resamples, as ``random.Random(seed).choices(data, k=len(data))`` draws them, one after the other."""
+    rng = random.Random(seed)
+    for _ in range(resamples):
+        yield rng.choices(data, k=len(data))
+
+
+def _resampled_sums(data: tuple[float, ...], seed: int, resamples: int) -> list[float] | None:
+    """The means of :func:`_choices`' resamples, bit for bit, without a Python loop per draw (10 intervals x 1,000
+    resamples of a 1,000-case run took ~1.3 s that way); None when numpy is missing (or for unusual data).
+
+    Why it is the same: ``choices`` draws ``data[floor(random() * n)]``, one ``random()`` per pick; numpy's
+    legacy ``RandomState`` is the same Mersenne Twister with the same 53-bit doubles, given this generator's
+    state, so the picks are the same. ``fsum`` returns the correctly rounded exact sum of what it is given; here
+    it is given, per resample, each distinct value's count times the value's two 26-bit halves (Veltkamp's
+    split): products that are exact, so their exact sum is the resample's, and ``fsum`` rounds it the same."""
+    n = len(data)
+    distinct = sorted(set(data))
+    if (len(distinct) > MAX_DISTINCT_EXACT or n >= 2**26
+            or not all(v == 0 or 2.0**-900 < abs(v) < 2.0**900 for v in distinct)
+            or any(v == 0 and math.copysign(1.0, v) < 0 for v in data)):
+        return None  # NaN and infinities fail the range test too; a -0.0 keeps fsum's sign rules
+    if "numpy" not in sys.modules and n * resamples < NUMPY_WORTH_IMPORTING:
+        return None  # a small run: importing numpy (~0.1 s) would cost more than it saves
+    try:
+        import numpy as np
+    except ImportError:
+        return None
+    _, internal, _ = random.Random(seed).getstate()
+    generator = np.random.RandomState()
+    generator.set_state(("MT19937", np.array(internal[:-1], dtype=np.uint32), int(internal[-1]), 0, 0.0))
+    picks = (generator.random_sample(n * resamples) * float(n)).astype(np.intp)
+    values = np.array(distinct, dtype=np.float64)
+    which = np.searchsorted(values, np.asarray(data, dtype=np.float64)).astype(np.intp)[picks].reshape(resamples, n)
+    which += (np.arange(resamples, dtype=np.intp) * len(distinct))[:, None]
+    counts = np.bincount(which.ravel(), minlength=resamples * len(distinct)).reshape(resamples, len(distinct))
+    counts = counts.astype(np.float64)  # < 2**26: exact
+    scaled = values * 134217729.0  # 2**27 + 1
+    high = scaled - (scaled - values)  # 26 significant bits; high + low == value exactly
+    low = values - high
+    return [math.fsum(row) / n for row in np.concatenate([counts * high, counts * low], axis=1).tolist()]
+
+
+#: Distinct values up to which a bootstrap sums resamples by counting (beyond: the plain loop).
+MAX_DISTINCT_EXACT = 512
+
+#: Draws (cases x resamples) from which the fast path imports numpy (the plain loop takes ~0.13 us a draw).
+NUMPY_WORTH_IMPORTING = 400_000
 
 
 def sign_flip(differences: Sequence[float], *, seed: int = SEED, resamples: int = RESAMPLES) -> float:

@@ -8,10 +8,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
-from .metrics.profiles import ComparisonOptions
-from .passrule import PassRule
+from .comparison import ComparisonOptions
+
+
+class PassRule(Protocol):
+    """What the suite needs of its ``pass_if`` rule (built by :func:`pytest_sqleval.passrule.parse_pass_rule`)."""
+
+    text: str
+
+    @property
+    def metrics(self) -> set[str]: ...
+
+    @property
+    def clauses(self) -> set[str]: ...
+
+    def holds(self, metrics: Mapping[str, Any]) -> bool: ...
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ the first process to read a suite keeps the result, pickled, in the run's build 
 private temporary folder, removed at the end of the run); the others load the pickle (a few milliseconds).
 A file lock makes a second worker wait for the first one's reading instead of repeating it.
 
-The key is the file's resolved path, size and modification time and the package version: an edited suite is
-read again. A suite that fails to load is never kept (each process reports the error itself).
+The key is the file's resolved path, size and modification time, the package version and the session's
+execution profiles (a suite's ``execution:`` is resolved in them): an edited suite is read again. A suite
+that fails to load is never kept (each process reports the error itself).
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ def load_suite_shared(path: str | os.PathLike, folder: Path | None) -> Any:
     suite = _read(cache)
     if suite is not None:
         return suite
-    from .execution.engines import _build_lock
+    from .execution.backends.setup_scripts import build_lock
 
     try:
-        with _build_lock(cache):
+        with build_lock(cache):
             suite = _read(cache)
             if suite is None:
                 suite = load_suite(path)
@@ -50,8 +51,15 @@ def _key(path: Path) -> str:
     from . import __version__
 
     stat = path.stat()
-    text = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{__version__}"
+    text = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{__version__}\0{_profiles_key()}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _profiles_key() -> str:
+    """The profile table in force, as text: processes whose hooks built different tables share no reading."""
+    from .comparison import active_profiles
+
+    return repr(sorted((str(name), repr(options)) for name, options in active_profiles().items()))
 
 
 def _read(cache: Path) -> Any:

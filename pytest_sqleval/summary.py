@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from .aggregate import aggregate_suite
-from .gate import OVERALL_PREFIX, Threshold, Verdict, make_threshold, merge
 from .suite import Suite
+from .thresholds import OVERALL_PREFIX, Threshold, Verdict, make_threshold, merge
 
 
 @dataclass

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from xdist.scheduler import LoadFileScheduling, LoadScopeScheduling
 
-from .collect import SUITE_SUFFIXES, YAML_SUFFIXES
+from .suite_files import is_suite_node_path
 
 
 def interaction_scope(nodeid: str) -> str | None:
     """``file.sqleval.yaml::conv[2]`` -> ``file.sqleval.yaml::conv``; None for anything else."""
     path, sep, name = nodeid.rpartition("::")
-    if not sep or not path.endswith(SUITE_SUFFIXES + YAML_SUFFIXES):
+    if not sep or not is_suite_node_path(path):
         return None
     interaction, bracket, rest = name.partition("[")
     if not bracket or not rest.endswith("]") or not rest[:-1].isdigit():

@@ -9,7 +9,6 @@ import pytest
 import yaml  # noqa: F401 - imported here, outside pytester's inline runs: see below
 
 import pytest_sqleval.loader  # noqa: F401
-
 from conftest import make_sqlite
 
 # pytester's inline runs drop the modules first imported inside them; PyYAML's C loader (libyaml) cannot be

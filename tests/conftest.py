@@ -12,7 +12,7 @@ import yaml  # noqa: F401 - imported before any in-process pytester run: its C l
 
 # Native extensions cannot be imported twice in one process, and pytester's in-process runs forget the
 # modules first imported inside them: import the drivers here, once, before any such run.
-for _driver in ("duckdb", "duckdb_engine", "psycopg"):
+for _driver in ("duckdb", "duckdb_engine", "psycopg", "numpy"):
     try:
         __import__(_driver)
     except ImportError:

@@ -6,6 +6,7 @@ of a planted file whose content must never appear in any output. The tables exis
 
 from __future__ import annotations
 
+
 def _nested_parens(depth: int) -> str:
     return "SELECT " + "(" * depth + "1" + ")" * depth
 

@@ -121,7 +121,7 @@ def test_the_console_script_and_its_registry():
 
 
 def test_overall_thresholds_parse_only_from_the_command_line_and_ini():
-    from pytest_sqleval.gate import ThresholdError, lookup, make_threshold, parse_assignment
+    from pytest_sqleval.thresholds import ThresholdError, lookup, make_threshold, parse_assignment
 
     threshold = parse_assignment("overall:execution_accuracy=0.8", "cli")
     assert (threshold.metric, threshold.bound, threshold.value) == ("overall:execution_accuracy", "min", 0.8)

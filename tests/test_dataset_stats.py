@@ -12,8 +12,15 @@ from pathlib import Path
 import pytest
 
 from conftest import make_sqlite
-from pytest_sqleval.datasets.stats import (LEXICAL, compute_stats, lexical_matrix, load_suites, query_facts,
-                                           semantic_available, similarity_summary)
+from pytest_sqleval.datasets.stats import (
+    LEXICAL,
+    compute_stats,
+    lexical_matrix,
+    load_suites,
+    query_facts,
+    semantic_available,
+    similarity_summary,
+)
 
 DB_SQL = """
 CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, age INTEGER);

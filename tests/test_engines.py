@@ -56,7 +56,7 @@ def test_postgres_url_with_environment_variables(pytester, postgres_url, monkeyp
     """A suite pointing at an existing PostgreSQL database, the credentials kept in the environment."""
     from sqlalchemy.engine import make_url
 
-    from pytest_sqleval.execution.engines import build_postgres, drop_postgres_database
+    from pytest_sqleval.execution.backends.postgresql import build_postgres, drop_postgres_database
 
     url = make_url(postgres_url)
     target = build_postgres(postgres_url, "sqleval_env_test", (_script(pytester),))

@@ -18,14 +18,14 @@ import pytest
 
 from conftest import SHOP_SQL, make_sqlite, require_module
 from pytest_sqleval.errors import DatabaseError
-from pytest_sqleval.execution.engines import (
-    EngineFactory,
+from pytest_sqleval.execution.backends.postgresql import (
     built_database_name,
     drop_postgres_database,
     postgres_engine,
     restricted_role_for,
-    sqlite_engine,
 )
+from pytest_sqleval.execution.backends.sqlite import sqlite_engine
+from pytest_sqleval.execution.engines import EngineFactory
 from pytest_sqleval.suite import DatabaseSpec
 
 
@@ -78,13 +78,13 @@ def test_the_connect_watchdog_of_other_urls_gives_up_after_the_timeout(silent_se
     require_module("psycopg")
     from sqlalchemy import create_engine
 
-    from pytest_sqleval.execution.engines import _probe
+    from pytest_sqleval.execution.backends.connect import probe
 
     url = f"postgresql+psycopg://eval:W4tch-pw@127.0.0.1:{silent_server}/shop"
     engine = create_engine(url, connect_args={"connect_timeout": 60})  # the driver alone would wait a minute
     started = time.monotonic()
     with pytest.raises(DatabaseError, match="timed out after 1 s"):
-        _probe(engine, url, "postgresql", 1, watchdog=True)
+        probe(engine, url, "postgresql", 1, watchdog=True)
     assert time.monotonic() - started < 5
 
 
@@ -127,16 +127,16 @@ def test_built_database_names_are_unique_per_run_and_fit_postgres():
 
 
 def _pg_databases(url: str, prefix: str = "sqleval\\_%") -> set[str]:
-    from pytest_sqleval.execution.engines import _admin_connect
+    from pytest_sqleval.execution.backends.postgresql import admin_connect
 
-    with _admin_connect(url) as conn:
+    with admin_connect(url) as conn:
         return {r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (prefix,))}
 
 
 def _pg_roles(url: str) -> set[str]:
-    from pytest_sqleval.execution.engines import _admin_connect
+    from pytest_sqleval.execution.backends.postgresql import admin_connect
 
-    with _admin_connect(url) as conn:
+    with admin_connect(url) as conn:
         return {r[0] for r in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE 'sqleval\\_ro\\_%'")}
 
 
@@ -164,7 +164,7 @@ def test_restricted_role_reads_only_the_built_tables(postgres_url, tmp_path):
     import psycopg
     from psycopg import sql as pgsql
 
-    from pytest_sqleval.execution.engines import _admin_connect
+    from pytest_sqleval.execution.backends.postgresql import admin_connect
 
     script = tmp_path / "shop.sql"
     script.write_text(SHOP_SQL)
@@ -177,10 +177,10 @@ def test_restricted_role_reads_only_the_built_tables(postgres_url, tmp_path):
         assert factory.restricted_role(spec) == role
         assert restricted_role_for(engine.url.render_as_string(hide_password=False)) == role  # by URL, too
         target = engine.url.render_as_string(hide_password=False)
-        with _admin_connect(target) as admin:
+        with admin_connect(target) as admin:
             admin.execute("CREATE TABLE private_notes (secret text)")  # made after the build: never granted
             admin.execute("INSERT INTO private_notes VALUES ('top secret')")
-        with _admin_connect(target) as conn:
+        with admin_connect(target) as conn:
             conn.autocommit = False
             with conn.transaction():
                 conn.execute("SET TRANSACTION READ ONLY")
@@ -214,15 +214,15 @@ def test_cleanup_command_drops_leftovers_but_not_databases_in_use(postgres_url):
     import psycopg
     from sqlalchemy.engine import make_url
 
-    from pytest_sqleval.execution.engines import _admin_connect, _libpq_conninfo
+    from pytest_sqleval.execution.backends.postgresql import admin_connect, libpq_conninfo
 
-    with _admin_connect(postgres_url) as admin:
+    with admin_connect(postgres_url) as admin:
         for name in ("sqleval_leftover_1_x_gw0", "sqleval_busy_1_x_gw0"):
             admin.execute(f"DROP DATABASE IF EXISTS {name}")
             admin.execute(f"CREATE DATABASE {name}")
         admin.execute("DROP ROLE IF EXISTS sqleval_ro_leftover_1_x_gw0")
         admin.execute("CREATE ROLE sqleval_ro_leftover_1_x_gw0 NOLOGIN")
-    busy = psycopg.connect(_libpq_conninfo(make_url(postgres_url).set(database="sqleval_busy_1_x_gw0")))
+    busy = psycopg.connect(libpq_conninfo(make_url(postgres_url).set(database="sqleval_busy_1_x_gw0")))
     try:
         command = [sys.executable, "-m", "pytest_sqleval.cleanup", postgres_url]
         dry = subprocess.run([*command, "--dry-run"], capture_output=True, text=True, timeout=60)
@@ -240,7 +240,7 @@ def test_cleanup_command_drops_leftovers_but_not_databases_in_use(postgres_url):
         assert "sqleval_ro_leftover_1_x_gw0" not in _pg_roles(postgres_url)
     finally:
         busy.close()
-        with _admin_connect(postgres_url) as admin:
+        with admin_connect(postgres_url) as admin:
             admin.execute("DROP DATABASE IF EXISTS sqleval_busy_1_x_gw0 WITH (FORCE)")
 
 

@@ -8,11 +8,11 @@ import random
 import pytest
 
 from conftest import make_sqlite
+from pytest_sqleval.comparison import EXECUTION_PROFILES
 from pytest_sqleval.evaluate import Evaluator
-from pytest_sqleval.execution.engines import sqlite_engine
+from pytest_sqleval.execution.backends.sqlite import sqlite_engine
 from pytest_sqleval.loader import load_suite
 from pytest_sqleval.metrics.execution_match import compare_results
-from pytest_sqleval.metrics.profiles import EXECUTION_PROFILES
 from pytest_sqleval.metrics.soft_f1 import soft_f1
 from pytest_sqleval.results import QueryResult
 

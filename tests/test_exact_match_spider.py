@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-
 import pytest
 
+from exact_match_support import SCHEMA, failing
+from pytest_sqleval.comparison import OptionError
 from pytest_sqleval.metrics.exact_match import (
     EXACT_MATCH_PROFILES,
     ExactMatchOptions,
@@ -16,10 +17,7 @@ from pytest_sqleval.metrics.exact_match import (
 from pytest_sqleval.metrics.exact_match.spider_normalise import foreign_key_representatives
 from pytest_sqleval.metrics.exact_match.spider_sql import OutsideGrammar, read_spider_sql
 from pytest_sqleval.metrics.exact_match.verdict import SPIDER_CLAUSES
-from pytest_sqleval.metrics.profiles import OptionError
 from pytest_sqleval.schema import Schema
-
-from exact_match_support import SCHEMA, failing
 
 
 def spider(gold: str, pred: str, **options):

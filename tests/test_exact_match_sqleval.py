@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 
+from exact_match_support import SCHEMA, failing
 from pytest_sqleval.metrics.exact_match import GoldParseError, exact_match
 from pytest_sqleval.metrics.exact_match.verdict import SPIDER_CLAUSES, SQLEVAL_EXTRA_CLAUSES
 from pytest_sqleval.schema import Schema
-
-from exact_match_support import SCHEMA, failing
 
 
 def sqleval(gold: str, pred: str, **options):

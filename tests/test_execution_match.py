@@ -15,11 +15,12 @@ from itertools import permutations
 
 import pytest
 
+from pytest_sqleval.comparison import EXECUTION_PROFILES, resolve_execution
 from pytest_sqleval.metrics.execution_match import ExecutionVerdict, compare_results
-from pytest_sqleval.metrics.profiles import EXECUTION_PROFILES, resolve_execution
-from pytest_sqleval.metrics.values import normalise_value
+from pytest_sqleval.metrics.normalisation import normalise_value
+from pytest_sqleval.metrics.tie_groups import tie_group_starts
 from pytest_sqleval.results import QueryResult
-from pytest_sqleval.sql.ordering import plan_order, tie_group_starts
+from pytest_sqleval.sql.ordering import plan_order
 
 PROFILES = ("sqleval", "test-suite", "bird", "mro", "logiccat")
 

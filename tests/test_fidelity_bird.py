@@ -11,9 +11,8 @@ import pytest
 import yaml  # noqa: F401 - imported before pytester's in-process runs snapshot sys.modules (libyaml cannot re-import)
 
 import pytest_sqleval.loader  # noqa: F401
-from pytest_sqleval.metrics.bird import bird_soft_f1, clean_abnormal, ves_reward, ves_time_ratio
-
 from conftest import make_sqlite
+from pytest_sqleval.metrics.bird import bird_soft_f1, clean_abnormal, ves_reward, ves_time_ratio
 
 
 # --------------------------------------------------------------------------- bird_soft_f1

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from exact_match_support import SCHEMA
 from pytest_sqleval.metrics.exact_match import exact_match
 from pytest_sqleval.metrics.exact_match.spider_tail import official_reading
-
-from exact_match_support import SCHEMA
 
 IN_SUB = "SELECT singer_id FROM singer_in_concert"
 

@@ -14,12 +14,11 @@ import pytest
 import yaml  # noqa: F401 - imported before pytester's in-process runs snapshot sys.modules (libyaml cannot re-import)
 
 import pytest_sqleval.loader  # noqa: F401
+from conftest import make_sqlite
 from pytest_sqleval.errors import QueryError
 from pytest_sqleval.metrics.execution_match import official_quick_rej
 from pytest_sqleval.sql.guard import check_prediction
 from pytest_sqleval.sql.statements import official_text, remove_distinct_tokens
-
-from conftest import make_sqlite
 
 
 # --------------------------------------------------------------------------- which text runs

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pytest_sqleval.gate import ThresholdError, lookup, make_threshold, merge, parse_assignment
+from pytest_sqleval.thresholds import ThresholdError, lookup, make_threshold, merge, parse_assignment
 
 AGGREGATES = {
     "metrics": {"execution_accuracy": 0.58, "error_count": 4, "soft_f1": 0.81},

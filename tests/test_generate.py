@@ -13,8 +13,14 @@ import pytest
 
 from chat_server import ChatServer
 from conftest import make_sqlite
-from pytest_sqleval.datasets.generate import (GenerateError, GenerateOptions, parse_json_answer, parse_mix, quotas,
-                                              screen)
+from pytest_sqleval.datasets.generate import (
+    GenerateError,
+    GenerateOptions,
+    parse_json_answer,
+    parse_mix,
+    quotas,
+    screen,
+)
 from pytest_sqleval.loader import load_suite
 
 PARTS_SQL = """

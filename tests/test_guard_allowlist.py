@@ -177,7 +177,9 @@ def test_legitimate_queries_pass_the_guard(dialect, sql):
 @pytest.fixture(scope="module")
 def real_engines(tmp_path_factory, request):
     """A SQLite file, a DuckDB file and a PostgreSQL database holding the shop tables, as the plugin opens them."""
-    from pytest_sqleval.execution.engines import EngineFactory, duckdb_engine, sqlite_engine
+    from pytest_sqleval.execution.backends.duckdb import duckdb_engine
+    from pytest_sqleval.execution.backends.sqlite import sqlite_engine
+    from pytest_sqleval.execution.engines import EngineFactory
     from pytest_sqleval.suite import DatabaseSpec
 
     root = tmp_path_factory.mktemp("allowlist")

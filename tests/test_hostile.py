@@ -98,7 +98,7 @@ def test_engine_refuses_writes_even_past_the_guard(engines, engine_name, sql):
 def test_sqlite_file_is_byte_identical_after_the_corpus(tmp_path):
     from conftest import make_sqlite
     from hostile import COMMON, SQLITE
-    from pytest_sqleval.execution.engines import sqlite_engine
+    from pytest_sqleval.execution.backends.sqlite import sqlite_engine
 
     path = make_sqlite(tmp_path / "shop.sqlite")
     before = path.read_bytes()

@@ -144,7 +144,7 @@ def test_the_corpus_through_pytest_sqleval(pytester, planted, request, engine_na
 
 
 def test_queries_on_a_built_postgres_database_run_under_its_select_only_role(engines):
-    from pytest_sqleval.execution.engines import restricted_role_for
+    from pytest_sqleval.execution.backends.postgresql import restricted_role_for
 
     engine = engines["postgresql"]
     role = restricted_role_for(engine)
@@ -160,7 +160,8 @@ PEAK_SCRIPT = r"""
 import json, resource, sys
 from pathlib import Path
 from pytest_sqleval.errors import QueryError
-from pytest_sqleval.execution.engines import sqlite_engine, duckdb_engine
+from pytest_sqleval.execution.backends.sqlite import sqlite_engine
+from pytest_sqleval.execution.backends.duckdb import duckdb_engine
 from pytest_sqleval.execution.runner import run_query
 from pytest_sqleval.execution.sandbox import close_process_sandbox
 from hostile_round2 import SQLITE_MEMORY, DUCKDB_MEMORY

@@ -15,8 +15,13 @@ import pytest
 import yaml
 
 from conftest import make_sqlite
-from pytest_sqleval.datasets.importers import (DatasetError, import_dataset, official_text, read_interactions,
-                                               resolve_database_files)
+from pytest_sqleval.datasets.importers import (
+    DatasetError,
+    import_dataset,
+    official_text,
+    read_interactions,
+    resolve_database_files,
+)
 from pytest_sqleval.errors import SuiteError
 from pytest_sqleval.loader import load_suite
 

@@ -9,9 +9,10 @@ import pytest
 
 from conftest import make_sqlite
 from pytest_sqleval.errors import SuiteError
-from pytest_sqleval.loader import MAX_ALIAS_EXPANSION, load_suite
+from pytest_sqleval.loader import load_suite
 from pytest_sqleval.predictions import conflicting_ids, load_predictions, printable_text
 from pytest_sqleval.settings import check_count, check_seconds, parse_size
+from pytest_sqleval.yaml_lines import MAX_ALIAS_EXPANSION
 
 SUITE = """
 suite: shop
@@ -133,7 +134,7 @@ def test_max_memory_and_connect_timeout_precedence(shop_suite):
                                                                             "connect_timeout: 3"))
     shop_suite.makeconftest("""
         def pytest_collection_finish(session):
-            from pytest_sqleval.plugin import sqleval_state
+            from pytest_sqleval.state import sqleval_state
             state = sqleval_state(session.config)
             for suite in sorted(state.suites.values(), key=lambda s: s.name):
                 spec = suite.cases[0].database

@@ -204,7 +204,7 @@ def test_saved_predictions_rescore_identically(shop, chat, workers):
     fenced = lines[0]
     assert fenced["sql"] == OPEN and fenced["raw_output"] == SCRIPT["FENCED"][0] and fenced["model"] == "test-model"
     assert set(fenced) == {"id", "sql", "raw_output", "model", "latency_s", "tokens"}
-    assert next(l for l in lines if l["id"] == "prose")["error"]["kind"] == "no_sql"
+    assert next(ln for ln in lines if ln["id"] == "prose")["error"]["kind"] == "no_sql"
     server.reset()
     rescored, report2 = run(shop, "--sqleval-predictions=saved.jsonl", *workers, subprocess=bool(workers))
     assert rescored.ret == 0 and server.count == 0

@@ -12,10 +12,10 @@ import pytest
 from conftest import make_sqlite
 from pytest_sqleval.errors import SuiteError
 from pytest_sqleval.model.cache import ResponseCache, cache_key
-from pytest_sqleval.model.config import ModelConfig, PromptSource, endpoint_without_credentials
+from pytest_sqleval.model.config import ModelConfig, endpoint_without_credentials
 from pytest_sqleval.model.extract import extract_sql, looks_like_sql
 from pytest_sqleval.model.predictors import PredictorCase, run_predictor
-from pytest_sqleval.model.prompt import DEFAULT_PROMPT, PromptTemplate, TemplateProblem, compiled
+from pytest_sqleval.model.prompt import DEFAULT_PROMPT, PromptSource, PromptTemplate, TemplateProblem, compiled
 from pytest_sqleval.model.schema_text import render_schema, sample_rows, tables_from_engine, tables_from_spider
 from pytest_sqleval.model.usage import percentile, prediction_lines, usage, usage_line
 
@@ -92,7 +92,7 @@ def shop_engine(tmp_path):
     from pytest_sqleval.execution.engines import EngineFactory
 
     factory = EngineFactory(build_dir=tmp_path / "build")
-    from pytest_sqleval.plugin import _spec
+    from pytest_sqleval.fixtures import _spec
 
     yield factory.engine(_spec(make_sqlite(tmp_path / "shop.sqlite"), None))
     factory.close()
@@ -211,10 +211,10 @@ def test_prediction_lines_address_turns_and_suites():
                 "model": "m", "latency_s": 0.1, "tokens": None},
                {"suite": "a", "id": "x", "prediction_source": "model", "predicted": None, "raw_output": "hmm",
                 "model": "m", "latency_s": 0.1, "tokens": None, "error": {"kind": "no_sql", "message": "no SQL: hmm"}}]
-    assert [l["id"] for l in prediction_lines(records)] == ["t/1", "x"]
+    assert [ln["id"] for ln in prediction_lines(records)] == ["t/1", "x"]
     assert prediction_lines(records)[1]["error"] == {"kind": "no_sql", "message": "no SQL: hmm"}
     two = records + [{"suite": "b", "id": "y", "prediction_source": "suite"}]
-    assert [l["id"] for l in prediction_lines(two)] == ["a::t/1", "a::x"]
+    assert [ln["id"] for ln in prediction_lines(two)] == ["a::t/1", "a::x"]
 
 
 # --------------------------------------------------------------------------- suite keys

@@ -6,8 +6,9 @@ import sqlite3
 
 import pytest
 
-from pytest_sqleval.metrics.profiles import resolve_execution
-from pytest_sqleval.sql.ordering import OrderPlan, plan_order, tie_group_starts
+from pytest_sqleval.comparison import resolve_execution
+from pytest_sqleval.metrics.tie_groups import tie_group_starts
+from pytest_sqleval.sql.ordering import OrderPlan, plan_order
 
 
 def plan(sql: str, execution="sqleval", dialect: str = "sqlite") -> OrderPlan:

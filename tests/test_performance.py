@@ -15,7 +15,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from pytest_sqleval.errors import DatabaseError
-from pytest_sqleval.execution.engines import EngineFactory, build_sqlite, sqlite_engine
+from pytest_sqleval.execution.backends.sqlite import build_sqlite, sqlite_engine
+from pytest_sqleval.execution.engines import EngineFactory
 from pytest_sqleval.sql import parsed
 from pytest_sqleval.sql.limits import parse_bounded
 from pytest_sqleval.suite import DatabaseSpec
@@ -88,16 +89,16 @@ def test_xdist_workers_build_a_setup_database_once_per_run(pytester):
     # Real builds, each one logged by the worker that ran it (a conftest every worker loads).
     pytester.makeconftest(textwrap.dedent(f"""
         import os
-        from pytest_sqleval.execution import engines
+        from pytest_sqleval.execution.backends import sqlite as sqlite_backend
 
-        _real = engines._run_sqlite_build
+        _real = sqlite_backend._run_sqlite_build
 
         def _logged(partial, scripts, *, one_transaction):
             with open({str(log)!r}, "a") as f:
                 f.write(f"{{os.environ.get('PYTEST_XDIST_WORKER')}} {{partial.parent}}\\n")
             return _real(partial, scripts, one_transaction=one_transaction)
 
-        engines._run_sqlite_build = _logged
+        sqlite_backend._run_sqlite_build = _logged
     """))
     result = pytester.runpytest_subprocess("--sqleval", "-n", "2", "-v", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=8)
@@ -155,8 +156,8 @@ def test_the_parse_cache_is_bounded():
 
 # --------------------------------------------------------------------------- caches keyed by objects, not id()
 def test_gold_results_never_come_from_another_engine_that_had_the_same_id(tmp_path):
+    from pytest_sqleval.comparison import resolve_execution
     from pytest_sqleval.evaluate import Evaluator
-    from pytest_sqleval.metrics.profiles import resolve_execution
 
     options = resolve_execution("sqleval")
     evaluator = Evaluator(timeout=10, max_rows=100)
@@ -288,3 +289,101 @@ def test_the_counted_scheduler_makes_xdists_decisions():
     sent, shut, trace = _drive(InteractionScheduling, nodeids, order)
     assert sorted(sent[0] + sent[1]) == list(range(len(nodeids)))  # every item sent once
     assert shut == [True, True] and trace[-1][2:] == (True, False)  # all done: both shut down, nothing pending
+
+
+# --------------------------------------------------------------------------- bootstrap intervals
+def _bootstrap_by_choices(data: tuple[float, ...], seed: int, resamples: int) -> list[float]:
+    """The resample means exactly as the published intervals were computed: random.Random(seed).choices + fsum."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    return sorted(math.fsum(rng.choices(data, k=len(data))) / len(data) for _ in range(resamples))
+
+
+@pytest.mark.parametrize("data", [
+    tuple(float(i % 3 == 0) for i in range(972)),                      # a share (execution match)
+    tuple((0.0, 1.0, 1 / 3, 2 / 3, 0.5, 0.8, 0.125)[i % 7] for i in range(500)),  # soft F1's few fractions
+    tuple(float(i * 7919 % 11) - 4 for i in range(300)),               # whole numbers, negatives
+    tuple((i * 0.37) % 1 * 10.0 ** (i % 9 - 4) for i in range(200)),   # many magnitudes
+    (0.25,),
+])
+def test_the_fast_bootstrap_draws_and_sums_exactly_like_random_choices(data):
+    pytest.importorskip("numpy")  # the fast path is optional: without numpy the plain loop runs
+    from pytest_sqleval import stats
+
+    for seed in (stats.SEED, 1, 2**70 + 3):
+        assert sorted(stats._resampled_sums(data, seed, 300)) == _bootstrap_by_choices(data, seed, 300)
+
+
+def test_the_bootstrap_interval_is_unchanged_with_or_without_the_fast_path(monkeypatch):
+    from pytest_sqleval import stats
+
+    data = tuple((0.0, 1.0, 1 / 3, 0.5)[i * 5 % 4] for i in range(400))
+    stats._bootstrap_interval.cache_clear()
+    fast = stats.bootstrap_mean(data)
+    stats._bootstrap_interval.cache_clear()
+    monkeypatch.setattr(stats, "_resampled_sums", lambda *a: None)
+    assert stats.bootstrap_mean(data) == fast
+    stats._bootstrap_interval.cache_clear()
+    means = _bootstrap_by_choices(data, stats.SEED, stats.RESAMPLES)
+    assert fast == (stats.quantile(means, 0.025), stats.quantile(means, 0.975))
+
+
+@pytest.mark.parametrize("data", [(0.0, -0.0, 1.0), (1.0, float("nan")), (1.0, float("inf")), (1e-300, 1.0)])
+def test_data_the_fast_bootstrap_cannot_sum_exactly_takes_the_plain_loop(data):
+    from pytest_sqleval import stats
+
+    assert stats._resampled_sums(data, stats.SEED, 10) is None
+
+
+# --------------------------------------------------------------------------- gold and prediction sent ahead
+OVERLAP_SUITE = """\
+execution: {profile}
+cases:
+  - id: same
+    gold: SELECT DISTINCT aircraft FROM tickets
+    predicted: SELECT aircraft FROM tickets GROUP BY aircraft
+  - id: wrong
+    gold: SELECT id FROM tickets WHERE status = 'open'
+    predicted: SELECT id FROM tickets WHERE status = 'closed'
+  - id: hidden_key
+    gold: SELECT aircraft FROM tickets ORDER BY hours DESC
+    predicted: SELECT aircraft FROM tickets ORDER BY hours DESC
+  - id: rejected
+    gold: SELECT count(*) FROM shops
+    predicted: DELETE FROM shops
+  - id: syntax
+    gold: SELECT count(*) FROM shops
+    predicted: SELECT count(* FROM shops
+  - id: repeated_gold
+    gold: SELECT id FROM tickets WHERE status = 'open'
+    predicted: SELECT id FROM tickets WHERE status = 'open'
+  - id: broken_gold
+    gold: SELECT nothing FROM nowhere
+    predicted: SELECT 1
+"""
+
+
+@pytest.mark.parametrize("profile", ["sqleval", "test-suite"])
+def test_sending_gold_and_prediction_ahead_changes_no_record(pytester, shop_db, monkeypatch, profile):
+    """The query process runs a case's gold and prediction while pytest scores the case; the records are those
+    of a run without the query process (``SQLEVAL_SANDBOX=0``: every query in pytest's process, in order)."""
+    pytester.makefile(".sqleval.yaml", shop=f"database: {shop_db}\n" + OVERLAP_SUITE.format(profile=profile))
+    records = {}
+    for sandbox in ("1", "0"):
+        monkeypatch.setenv("SQLEVAL_SANDBOX", sandbox)
+        report = pytester.path / f"report{sandbox}.json"
+        pytester.runpytest_subprocess("--sqleval", "-p", "no:cacheprovider", f"--sqleval-json={report}")
+        records[sandbox] = {c["id"]: (c["outcome"], c.get("execution_match"), (c.get("error") or {}).get("kind"),
+                                      (c.get("error") or {}).get("message"))
+                            for c in json.loads(report.read_text())["cases"]}
+    assert records["1"] == records["0"]
+    outcomes = {case: fields[:3] for case, fields in records["1"].items()}
+    # test-suite reproduces the official evaluator: DISTINCT cut from both sides, so 6 gold rows against 3
+    same = ("passed", True, None) if profile == "sqleval" else ("missed", False, None)
+    assert outcomes == {
+        "same": same, "wrong": ("missed", False, None), "hidden_key": ("passed", True, None),
+        "rejected": ("missed", False, "rejected"), "syntax": ("missed", False, "syntax"),
+        "repeated_gold": ("passed", True, None), "broken_gold": ("error", None, "gold"),
+    }

@@ -95,13 +95,13 @@ def test_ini_option_enables_it(shop):
 
 def test_collection_ids_k_and_m(shop):
     result = shop.runpytest("--sqleval", "--collect-only", "-q", "-p", "no:cacheprovider")
-    lines = [l for l in result.stdout.lines if "::" in l]
+    lines = [ln for ln in result.stdout.lines if "::" in ln]
     assert lines[:3] == ["shop.sqleval.yaml::count-open", "shop.sqleval.yaml::shops-by-name", "shop.sqleval.yaml::busiest-shop"]
     assert len(lines) == 10
     selected = shop.runpytest("--sqleval", "--collect-only", "-q", "-k", "busiest or open", "-p", "no:cacheprovider")
-    assert sum("::" in l for l in selected.stdout.lines) == 2
+    assert sum("::" in ln for ln in selected.stdout.lines) == 2
     marked = shop.runpytest("--sqleval", "--collect-only", "-q", "-m", "joins", "-p", "no:cacheprovider")
-    assert [l for l in marked.stdout.lines if "::" in l] == ["shop.sqleval.yaml::busiest-shop"]
+    assert [ln for ln in marked.stdout.lines if "::" in ln] == ["shop.sqleval.yaml::busiest-shop"]
 
 
 def test_every_outcome_and_error_kind(shop):
@@ -137,7 +137,7 @@ def test_the_database_is_unchanged_and_the_run_is_bounded(shop):
     result = shop.runpytest("--sqleval", "-p", "no:cacheprovider", "--durations=0", "-vv")
     assert result.ret == 0
     assert (shop.path / "shop.sqlite").read_bytes() == before
-    runaway = [l for l in result.stdout.lines if "runaway" in l and l.strip()[0].isdigit() and "call" in l]
+    runaway = [ln for ln in result.stdout.lines if "runaway" in ln and ln.strip()[0].isdigit() and "call" in ln]
     assert runaway and float(runaway[0].split("s", 1)[0]) < 5.0
 
 

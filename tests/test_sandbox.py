@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from pytest_sqleval.errors import QueryError
-from pytest_sqleval.execution.engines import duckdb_engine, sqlite_engine
+from pytest_sqleval.execution.backends import target_of
+from pytest_sqleval.execution.backends.duckdb import duckdb_engine
+from pytest_sqleval.execution.backends.sqlite import sqlite_engine
 from pytest_sqleval.execution.runner import run_query
 from pytest_sqleval.execution.sandbox import KILL_GRACE, QuerySandbox
-from pytest_sqleval.execution.targets import target_of
 
 MiB = 2**20
 
@@ -214,3 +215,86 @@ def test_the_query_process_caps_its_data_memory(sqlite_db):
         assert 300 * MiB < int(soft) < 300 * MiB + 1024 * MiB
     finally:
         sandbox.close()
+
+
+# --------------------------------------------------------------------------- submit: the query runs while this process works
+def _sqlite_run(sandbox: QuerySandbox, target, sql: str, **limits):
+    limits = {"timeout": 5, "max_rows": 10, "untrusted": True, "dialect": "sqlite", **limits}
+    return sandbox.run(target, sql, **limits)
+
+
+def test_a_submitted_query_is_answered_by_the_run_that_asks_for_it(sqlite_db):
+    sandbox = QuerySandbox()
+    target = ("sqlite", str(sqlite_db))
+    try:
+        sandbox.submit(target, "SELECT count(*) FROM tickets", timeout=5, max_rows=10, untrusted=True, dialect="sqlite")
+        assert _sqlite_run(sandbox, target, "SELECT count(*) FROM tickets").rows == [(2,)]
+        # a submitted query nobody asks for is read and dropped: the next run gets its own answer
+        sandbox.submit(target, "SELECT 1", timeout=5, max_rows=10, untrusted=True, dialect="sqlite")
+        assert _sqlite_run(sandbox, target, "SELECT shop FROM tickets ORDER BY id").rows == [("A",), ("B",)]
+        # the same text with other limits is another request
+        sandbox.submit(target, "SELECT id FROM tickets", timeout=5, max_rows=10, untrusted=True, dialect="sqlite")
+        with pytest.raises(QueryError) as raised:
+            _sqlite_run(sandbox, target, "SELECT id FROM tickets", max_rows=1)
+        assert raised.value.kind == "row_limit"
+        # errors come back to the run too (the guard runs in the query process)
+        sandbox.submit(target, "DELETE FROM tickets", timeout=5, max_rows=10, untrusted=True, dialect="sqlite")
+        with pytest.raises(QueryError) as raised:
+            _sqlite_run(sandbox, target, "DELETE FROM tickets")
+        assert raised.value.kind == "rejected"
+        assert _sqlite_run(sandbox, target, "SELECT count(*) FROM tickets").rows == [(2,)]
+    finally:
+        sandbox.close()
+
+
+def test_a_submitted_query_that_never_yields_is_killed_on_time(sqlite_db):
+    sandbox = QuerySandbox()
+    target = ("sqlite", str(sqlite_db))
+    try:
+        _sqlite_run(sandbox, target, "SELECT 1")
+        victim = sandbox.pid
+        started = time.monotonic()
+        sandbox.submit(target, SQLITE_LONG_STEPS[0], timeout=1, max_rows=10, untrusted=True, dialect="sqlite")
+        with pytest.raises(QueryError) as raised:
+            _sqlite_run(sandbox, target, SQLITE_LONG_STEPS[0], timeout=1)
+        assert raised.value.kind == "timeout"
+        assert time.monotonic() - started <= 1 + KILL_GRACE + 1
+        assert sandbox.pid != victim
+        # one left unread is killed on time by the next query too, which then runs
+        sandbox.submit(target, SQLITE_LONG_STEPS[1], timeout=1, max_rows=10, untrusted=True, dialect="sqlite")
+        started = time.monotonic()
+        assert _sqlite_run(sandbox, target, "SELECT 7").rows == [(7,)]
+        assert time.monotonic() - started <= 1 + KILL_GRACE + 1
+    finally:
+        sandbox.close()
+
+
+def test_run_query_prefetch_returns_nothing_and_the_next_call_the_result(sqlite_db):
+    engine = sqlite_engine(sqlite_db)
+    assert run_query(engine, "SELECT shop FROM tickets WHERE id = 2", prefetch=True) is None
+    assert run_query(engine, "SELECT shop FROM tickets WHERE id = 2").rows == [("B",)]
+
+
+def test_backend_drivers_load_when_a_query_first_needs_them(sqlite_db, duckdb_db):
+    """The zygote imports DuckDB's driver only for the first DuckDB query; SQLite queries never pay for it."""
+    sandbox = QuerySandbox()
+    try:
+        _sqlite_run(sandbox, ("sqlite", str(sqlite_db)), "SELECT 1")
+        assert "duckdb" not in _loaded_modules(sandbox.pid)
+        sqlite_only = sandbox.pid
+        duck = target_of(duckdb_engine(f"duckdb:///{duckdb_db}"))
+        rows = sandbox.run(duck, "SELECT count(*) FROM tickets", timeout=5, max_rows=10, untrusted=True,
+                           dialect="duckdb").rows
+        assert rows == [(2,)]
+        assert sandbox.pid != sqlite_only and "duckdb" in _loaded_modules(sandbox.pid)
+        with_duckdb = sandbox.pid
+        assert _sqlite_run(sandbox, ("sqlite", str(sqlite_db)), "SELECT 2").rows == [(2,)]
+        assert sandbox.pid == with_duckdb  # no new process: it has every driver loaded so far
+    finally:
+        sandbox.close()
+
+
+def _loaded_modules(pid: int) -> str:
+    """The shared libraries mapped into a process (DuckDB's driver is a native module)."""
+    with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as f:
+        return f.read()

@@ -21,12 +21,12 @@ from sqlalchemy import create_engine
 
 from conftest import make_sqlite
 from exact_match_support import SCHEMA
+from pytest_sqleval.comparison import resolve_execution
 from pytest_sqleval.goldcheck import determinism_findings
 from pytest_sqleval.metrics.exact_match import GoldTooComplex, GoldUnreadable, exact_match
-from pytest_sqleval.metrics.exact_match.sqleval_shape import ShapeBuilder
 from pytest_sqleval.metrics.exact_match.parsing import parse_statement
+from pytest_sqleval.metrics.exact_match.sqleval_shape import ShapeBuilder
 from pytest_sqleval.metrics.hardness import classify_hardness, difficulty_label
-from pytest_sqleval.metrics.profiles import resolve_execution
 from pytest_sqleval.results import QueryResult
 from pytest_sqleval.schema import Schema, Table
 from pytest_sqleval.sql import limits

@@ -112,11 +112,11 @@ def test_env_password_with_special_characters_works_on_postgres_and_never_shows(
     import psycopg
     from sqlalchemy.engine import make_url
 
-    from pytest_sqleval.execution.engines import _admin_connect
+    from pytest_sqleval.execution.backends.postgresql import admin_connect
 
     url = make_url(postgres_url)
     password = "p@ss/w#rd:%x?y=z"
-    with _admin_connect(postgres_url) as admin:
+    with admin_connect(postgres_url) as admin:
         admin.execute("DROP ROLE IF EXISTS sqleval_secret_user")
         admin.execute(f"CREATE ROLE sqleval_secret_user LOGIN SUPERUSER PASSWORD '{password}'")
     try:
@@ -136,7 +136,7 @@ def test_env_password_with_special_characters_works_on_postgres_and_never_shows(
             f"postgresql://sqleval_secret_user:***@{url.host}:{url.port}/postgres (built from shop.sql)")
         assert password not in text and "p%40ss" not in text
     finally:
-        with _admin_connect(postgres_url) as admin:
+        with admin_connect(postgres_url) as admin:
             try:
                 admin.execute("DROP ROLE IF EXISTS sqleval_secret_user")
             except psycopg.Error:
@@ -158,7 +158,7 @@ def test_postgres_setup_error_echoing_a_url_is_masked(pytester, postgres_url):
 
 
 def test_the_engine_factory_fixture_url_encodes_expanded_passwords(monkeypatch):
-    from pytest_sqleval.plugin import _spec
+    from pytest_sqleval.fixtures import _spec
 
     monkeypatch.setenv("SQLEVAL_TEST_PW", "p@ss/w#rd")
     spec = _spec("postgresql://u:${SQLEVAL_TEST_PW}@localhost:5432/db", None)

@@ -7,8 +7,17 @@ import random
 
 import pytest
 
-from pytest_sqleval.stats import (Z95, binomial_cdf, bootstrap_mean, clopper_pearson, mcnemar_exact,
-                                  paired_share_interval, quantile, sign_flip, wilson)
+from pytest_sqleval.stats import (
+    Z95,
+    binomial_cdf,
+    bootstrap_mean,
+    clopper_pearson,
+    mcnemar_exact,
+    paired_share_interval,
+    quantile,
+    sign_flip,
+    wilson,
+)
 
 
 def test_wilson_seven_of_ten_by_hand():

@@ -7,25 +7,26 @@ from decimal import Decimal
 
 import pytest
 
-from pytest_sqleval.metrics.values import (
+from pytest_sqleval.metrics.column_kinds import (
     FLOATS,
     INTS,
-    NAN,
     OTHER,
     TEXT,
-    DistinctNull,
-    Table,
     column_kind,
+    kind_and_total,
+)
+from pytest_sqleval.metrics.key_columns import find_key_column, find_row_key
+from pytest_sqleval.metrics.normalisation import (
+    NAN,
+    DistinctNull,
     column_needs_normalising,
     display_row,
-    find_key_column,
-    find_row_key,
-    kind_and_total,
-    match_rows_by_key,
     normalise_column,
     normalise_value,
-    split_columns,
 )
+from pytest_sqleval.metrics.normalised_table import Table
+from pytest_sqleval.metrics.row_alignment import match_rows_by_key
+from pytest_sqleval.metrics.rows_and_columns import split_columns
 
 
 def rows_of(rows, **options):

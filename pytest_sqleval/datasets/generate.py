@@ -291,7 +291,7 @@ def _open(database: str):
 
 
 def _rows_key(result, ordered: bool):
-    from ..metrics.values import normalise_value
+    from ..metrics.normalisation import normalise_value
 
     rows = [tuple(normalise_value(v) for v in row) for row in result.rows]
     return (len(result.columns), tuple(rows) if ordered else tuple(sorted(Counter(map(repr, rows)).items())))
@@ -371,10 +371,10 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                    url: str | None = None, key_env: str | None = None, cache_dir: str | Path | None = ".sqleval_cache",
                    cache_mode: str = "use", report_path: str | Path | None = None) -> GenerationReport:
     """Run the pipeline, write the suite and its report (``<output stem>.report.json`` by default)."""
+    from ..execution.backends import read_schema
     from ..execution.runner import sqlglot_dialect
     from ..metrics.hardness import difficulty_label
     from ..model.schema_text import render_schema, sample_rows, tables_from_engine
-    from ..schema import Schema
     from .importers import dump_yaml
 
     output = Path(output)
@@ -459,7 +459,7 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                     continue
             final.append(item)
 
-        schema = Schema.from_engine(engine)
+        schema = read_schema(engine)
         for item in final:
             item.difficulty, _ = difficulty_label(item.sql, schema, dialect=dialect)
         report.kept = final

@@ -189,9 +189,11 @@ def _schema_for(case, cache: dict):
     if key not in cache:
         from sqlalchemy import create_engine
 
+        from ..execution.backends import read_schema
+
         engine = create_engine(spec.url)
         try:
-            cache[key] = Schema.from_engine(engine)
+            cache[key] = read_schema(engine)
         except Exception:  # noqa: BLE001 - an unreadable database only loses the schema-aware classification
             cache[key] = Schema.from_dict({})
         finally:

@@ -21,7 +21,9 @@ Three limits hold whatever the query does:
 
 Killing costs one fork of the zygote (milliseconds), paid only after a query
 was killed. A query that ends normally costs one round trip on a local socket
-(tens of microseconds; see ``benchmarks/bench_sandbox.py``).
+(tens of microseconds; see ``benchmarks/bench_sandbox.py``). :meth:`QuerySandbox.submit` sends a query
+ahead (a case's gold or prediction), so the query process runs it while this process scores the case
+(exact match, hardness): on two cores the two overlap, under the same limits.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 
 from ..errors import DatabaseError, QueryError
 from ..results import QueryResult
+from .backends import BACKEND_DRIVERS
 from .protocol import HEADER, write_message
 
 #: Seconds past the timeout before the query process is killed.
@@ -76,26 +79,32 @@ class _Zygote:
             theirs.close()
         self.control = ours
         self.ready = False
+        #: the backends whose drivers the zygote has imported (every later fork has them)
+        self.backends: set[str] = set()
 
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def fork(self, max_memory: int | None) -> _QueryProcess:
-        """A new query process, forked in milliseconds (waits for the zygote's imports the first time)."""
+    def fork(self, max_memory: int | None, backend: str | None = None) -> _QueryProcess:
+        """A new query process, forked in milliseconds (waits for the zygote's imports the first time).
+
+        ``backend``: the zygote imports that backend's driver first (once), so the process has it preloaded."""
         try:
             if not self.ready:
                 _read_exactly(self.control.fileno(), HEADER.size, time.monotonic() + START_TIMEOUT)
                 self.ready = True
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                socket.send_fds(self.control, [pickle.dumps(max_memory)], [theirs.fileno()])
+                socket.send_fds(self.control, [pickle.dumps((max_memory, backend))], [theirs.fileno()])
             finally:
                 theirs.close()
             (pid,) = HEADER.unpack(_read_exactly(self.control.fileno(), HEADER.size, time.monotonic() + START_TIMEOUT))
         except (OSError, EOFError, TimeoutError) as exc:
             self.close()
             raise DatabaseError(f"the query process did not start ({type(exc).__name__}: {exc})") from None
-        return _QueryProcess(pid, ours, max_memory)
+        if backend in BACKEND_DRIVERS:
+            self.backends.add(backend)
+        return _QueryProcess(pid, ours, max_memory, frozenset(self.backends))
 
     def close(self) -> None:
         try:
@@ -110,11 +119,13 @@ class _Zygote:
 
 
 class _QueryProcess:
-    def __init__(self, pid: int, channel: socket.socket, max_memory: int | None) -> None:
+    def __init__(self, pid: int, channel: socket.socket, max_memory: int | None,
+                 backends: frozenset[str] = frozenset()) -> None:
         self.pid = pid
         self.channel = channel
         self.writer = channel.makefile("wb")
         self.max_memory = max_memory
+        self.backends = backends
         self.ready = False
         self.dead = False
 
@@ -141,6 +152,7 @@ class QuerySandbox:
     def __init__(self) -> None:
         self._zygote: _Zygote | None = None
         self._current: _QueryProcess | None = None
+        self._pending: _Sent | None = None  # a query sent by submit(), its answer not read yet
         self._lock = threading.Lock()
 
     @property
@@ -160,25 +172,27 @@ class QuerySandbox:
             self._zygote = _Zygote()
         return self._zygote
 
-    def _ensure(self, max_memory: int | None) -> _QueryProcess:
-        """The ready query process for ``max_memory``; a start that fails is retried once with a new zygote."""
+    def _ensure(self, max_memory: int | None, backend: str | None = None) -> _QueryProcess:
+        """The ready query process for ``max_memory`` (with ``backend``'s driver preloaded); a start that fails is
+        retried once with a new zygote."""
         try:
-            return self._ensure_once(max_memory)
+            return self._ensure_once(max_memory, backend)
         except DatabaseError:
             if self._zygote is not None:
                 self._zygote.close()
                 self._zygote = None
-            return self._ensure_once(max_memory)
+            return self._ensure_once(max_memory, backend)
 
-    def _ensure_once(self, max_memory: int | None) -> _QueryProcess:
+    def _ensure_once(self, max_memory: int | None, backend: str | None) -> _QueryProcess:
         current = self._current
         if current is not None and current.ready and _hung_up(current):
             current.kill()  # it died between two queries: replace it before sending anything
-        if current is None or current.dead or current.max_memory != max_memory:
+        if (current is None or current.dead or current.max_memory != max_memory
+                or (backend in BACKEND_DRIVERS and backend not in current.backends)):
             if current is not None:
                 current.kill()
             self._current = None
-            self._current = current = self._zygote_alive().fork(max_memory)
+            self._current = current = self._zygote_alive().fork(max_memory, backend)
         if not current.ready:
             try:
                 answer = _receive(current, time.monotonic() + START_TIMEOUT)
@@ -195,6 +209,7 @@ class QuerySandbox:
 
     def close(self) -> None:
         with self._lock:
+            self._pending = None
             if self._current is not None:
                 self._current.kill()
                 self._current = None
@@ -203,37 +218,102 @@ class QuerySandbox:
                 self._zygote = None
 
     # -- one query ----------------------------------------------------------------
-    def run(self, target: tuple, sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
+    def run(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
             rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
             max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None) -> QueryResult:
-        request = {
-            "target": target, "sql": sql, "timeout": timeout, "max_rows": max_rows, "untrusted": untrusted,
-            "dialect": dialect, "rewrite": rewrite, "allow_functions": frozenset(allow_functions), "role": role,
-            "max_memory": max_memory, "engine_dialect": engine_dialect,
-        }
+        request = _request(target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect,
+                           rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
+                           engine_dialect=engine_dialect)
         with self._lock:
-            process = self._ensure(max_memory)
-            deadline = time.monotonic() + timeout + KILL_GRACE
-            try:
-                write_message(process.writer, request)
-                answer = _receive(process, deadline)
-            except TimeoutError:
-                self._replace(process)
-                raise QueryError("timeout", _killed_message(timeout)) from None
-            except (EOFError, OSError):
-                self._replace(process)
-                raise QueryError("runtime", "the query process ended while running the query (it crashed or was "
-                                            "killed by the system); the query is scored as failed") from None
+            pending, self._pending = self._pending, None
+            if pending is not None and pending.request == request and pending.process is self._current:
+                answer = self._await(pending)  # sent earlier by submit(): the query process has been working on it
+            else:
+                if pending is not None:
+                    self._await(pending)  # an answer nobody asked for: read (or time out) before sending more
+                answer = self._await(self._send(request))
         return _result(answer)
+
+    def submit(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
+               rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
+               max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None) -> None:
+        """Send a query now; the :meth:`run` with the same arguments collects its answer.
+
+        So the query process guards and runs a case's prediction while this process does other work for the
+        case (exact match): on two cores, the two overlap. The limits are unchanged: the wall clock runs from
+        the send, and a query that does not yield is killed at ``timeout + KILL_GRACE`` as always."""
+        request = _request(target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect,
+                           rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
+                           engine_dialect=engine_dialect)
+        with self._lock:
+            pending, self._pending = self._pending, None
+            if pending is not None and pending.request == request and pending.process is self._current:
+                self._pending = pending  # already on its way (submitted at setup, asked again at call)
+                return
+            if pending is not None:
+                self._await(pending)
+            try:
+                self._pending = self._send(request)
+            except DatabaseError:
+                self._pending = None  # run() starts it again and reports the failure there
+
+    def _send(self, request: dict[str, Any]) -> _Sent:
+        process = self._ensure(request["max_memory"], request["target"][0] if request["target"] else None)
+        sent = _Sent(request, process, time.monotonic() + request["timeout"] + KILL_GRACE)
+        try:
+            write_message(process.writer, request)
+        except OSError:
+            sent.failed = True
+        return sent
+
+    def _await(self, sent: _Sent) -> tuple[Any, ...]:
+        """The answer to ``sent``: the query process's own, or the error of a query it did not survive."""
+        process = sent.process
+        try:
+            if sent.failed:
+                raise EOFError
+            answer: tuple[Any, ...] = _receive(process, sent.deadline)
+            return answer
+        except TimeoutError:
+            self._replace(process)
+            return ("error", "timeout", _killed_message(sent.request["timeout"]))
+        except (EOFError, OSError, ValueError):  # (ValueError: its channel was closed already)
+            self._replace(process)
+            return ("error", "runtime", "the query process ended while running the query (it crashed or was "
+                                        "killed by the system); the query is scored as failed")
 
     def _replace(self, process: _QueryProcess) -> None:
         """Kill ``process`` and fork its successor at once (forking takes milliseconds)."""
         process.kill()
+        if self._current is not process and self._current is not None:
+            return
         self._current = None
         try:
             self._current = self._zygote_alive().fork(process.max_memory)
         except DatabaseError:
             self._current = None
+
+
+class _Sent:
+    """A request written to a query process, waiting for its answer."""
+
+    __slots__ = ("request", "process", "deadline", "failed")
+
+    def __init__(self, request: dict[str, Any], process: _QueryProcess, deadline: float) -> None:
+        self.request = request
+        self.process = process
+        self.deadline = deadline
+        self.failed = False
+
+
+def _request(target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
+             rewrite: str | None, allow_functions: frozenset[str], role: str | None, max_memory: int | None,
+             engine_dialect: str | None) -> dict[str, Any]:
+    return {
+        "target": target, "sql": sql, "timeout": timeout, "max_rows": max_rows, "untrusted": untrusted,
+        "dialect": dialect, "rewrite": rewrite, "allow_functions": frozenset(allow_functions), "role": role,
+        "max_memory": max_memory, "engine_dialect": engine_dialect,
+    }
 
 
 def _hung_up(process: _QueryProcess) -> bool:

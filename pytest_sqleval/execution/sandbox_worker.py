@@ -16,10 +16,10 @@ import pickle
 import signal
 import sys
 import time
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from .protocol import HEADER, read_message, write_message
+
 
 def _die_with_parent() -> None:
     """Linux: SIGKILL this process when the process that started it exits (PR_SET_PDEATHSIG)."""
@@ -66,32 +66,14 @@ def _data_size() -> int:
 
 
 def open_target(target: tuple, *, max_memory: int | None = None):
-    """Open a target's engine (in the query process) with the engines' own hardening and memory caps."""
-    from . import engines
+    """Open a target's engine (in the query process) through the backend it names, with that backend's own
+    hardening and memory caps (only the built-in backends are here: the zygote imports no conftest)."""
+    from .backends import active_backends
 
-    kind = target[0]
-    if kind == "sqlite":
-        return engines.sqlite_engine(Path(target[1]))
-    if kind == "duckdb":
-        return engines.duckdb_engine(target[1], **_duckdb_limits(max_memory))
-    if kind == "postgresql":
-        return engines.postgres_engine(target[1])
-    raise ValueError(f"unknown query target {kind!r}")
-
-
-#: DuckDB threads for one untrusted query (its memory grows with threads).
-DUCKDB_THREADS = 2
-
-
-def _duckdb_limits(max_memory: int | None) -> dict[str, Any]:
-    """DuckDB's own caps: its buffer manager gets half of the process's cap, no spilling to disk."""
-    if not max_memory:
-        return {}
-    return {"extra_config": {
-        "memory_limit": f"{max(64, max_memory // 2 // 2**20)}MiB",
-        "threads": DUCKDB_THREADS,
-        "max_temp_directory_size": "0KiB",
-    }}
+    backend = active_backends().named(target[0])
+    if backend is None:
+        raise ValueError(f"unknown query target {target[0]!r}")
+    return backend.open_target(target, max_memory=max_memory)
 
 
 class Worker:
@@ -204,7 +186,8 @@ def zygote(control_fd: int) -> None:
             return
         if not message or not fds:
             return
-        max_memory = pickle.loads(message)
+        max_memory, backend = pickle.loads(message)
+        _preload_backend(backend)  # once per backend, here: forks inherit it and it is not the query's memory
         pid = os.fork()
         if pid == 0:  # the query process
             control.close()
@@ -233,17 +216,25 @@ def _preload() -> None:
     """Import what queries need before the memory cap is set (imports are not the query's memory)."""
     import sqlite3  # noqa: F401
 
-    import sqlglot  # noqa: F401
     import sqlalchemy  # noqa: F401
+    import sqlglot  # noqa: F401
 
-    from . import engines, runner  # noqa: F401
     from ..sql import guard, rewrite  # noqa: F401
+    from . import backends, runner  # noqa: F401
 
-    for module in ("duckdb", "duckdb_engine", "psycopg"):
-        try:
-            __import__(module)
-        except ImportError:
-            pass
+
+def _preload_backend(backend: str | None) -> None:
+    """The drivers a backend's queries import (:data:`.backends.BACKEND_DRIVERS`), loaded by the zygote only when
+    a query first needs that backend (before forking its query process): DuckDB and psycopg cost a zygote ~0.4 s
+    of CPU that a SQLite-only run, each xdist worker's zygote included, no longer pays."""
+    from .backends import BACKEND_DRIVERS
+
+    for module in BACKEND_DRIVERS.get(backend or "", ()):
+        if module not in sys.modules:
+            try:
+                __import__(module)
+            except ImportError:  # the query then gets the backend's own "install ..." message
+                pass
 
 
 if __name__ == "__main__":

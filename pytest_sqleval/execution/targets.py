@@ -1,19 +1,17 @@
 """What the query process needs to reopen an engine: a small, picklable *target*.
 
-An engine opened by :mod:`pytest_sqleval.execution.engines` registers its target
-(``("sqlite", path)``, ``("duckdb", url)``, ``("postgresql", url)``); an engine
-the user made elsewhere (an overridden ``sqleval_engine`` fixture) gets one
-derived from its URL for SQLite files, DuckDB and PostgreSQL. The query process
-opens the same database through the same hardened openers
-(:func:`pytest_sqleval.execution.sandbox_worker.open_target`), so a query there is
-as read-only as one here. Engines of other backends have no target and run in
-this process, with the engine's own timeout only.
+A built-in backend (:mod:`pytest_sqleval.execution.backends`) registers the target of each engine it
+opens (``("sqlite", path)``, ``("duckdb", url)``, ``("postgresql", url)``: the backend's name first);
+for an engine the user made elsewhere (an overridden ``sqleval_engine`` fixture) the backend derives one
+from its URL (:func:`pytest_sqleval.execution.backends.target_of`). The query process opens the same
+database through the same backend (:meth:`~pytest_sqleval.execution.backends.base.Backend.open_target`),
+so a query there is as read-only as one here. Engines without a target run in this process, with the
+engine's own timeout only.
 """
 
 from __future__ import annotations
 
 import weakref
-from pathlib import Path
 from typing import Any
 
 Target = tuple
@@ -30,31 +28,9 @@ def register_target(engine: Any, target: Target) -> Any:
     return engine
 
 
-def target_of(engine: Any) -> Target | None:
-    """The target of an engine, or None when only this process can run its queries."""
+def registered_target(engine: Any) -> Target | None:
+    """The target registered when ``engine`` was opened, else None."""
     try:
-        found = _registered.get(engine)
+        return _registered.get(engine)
     except TypeError:
-        found = None
-    if found is not None:
-        return found
-    return _derived_target(engine)
-
-
-def _derived_target(engine: Any) -> Target | None:
-    url = getattr(engine, "url", None)
-    if url is None:
         return None
-    backend = url.get_backend_name()
-    if backend == "sqlite":
-        database = url.database
-        if database and database != ":memory:" and not database.startswith("file:") and Path(database).is_file():
-            return ("sqlite", str(Path(database).resolve()))
-        return None
-    if backend == "duckdb":
-        if url.database and url.database != ":memory:":
-            return ("duckdb", url.render_as_string(hide_password=False))
-        return None
-    if backend == "postgresql":
-        return ("postgresql", url.render_as_string(hide_password=False))
-    return None

@@ -54,7 +54,7 @@ level ``None`` with source ``unclassified: <short reason>``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..schema import Schema
 from ..sql.limits import SqlTooComplex, bounded_stack, too_complex_reason
@@ -190,13 +190,15 @@ def _aggregate_count(sql: SpiderSQL, corrected: bool) -> int:
     return count
 
 
-def _has_aggregate(val_unit: tuple) -> bool:
+def _has_aggregate(val_unit: tuple[Any, ...]) -> bool:
     return any(col_unit and col_unit[0] for col_unit in val_unit[1:])
 
 
-def _cond_units(sql: SpiderSQL) -> list:
-    return sql["from"]["conds"][::2] + sql["where"][::2] + sql["having"][::2]
+def _cond_units(sql: SpiderSQL) -> list[Any]:
+    units: list[Any] = sql["from"]["conds"][::2] + sql["where"][::2] + sql["having"][::2]
+    return units
 
 
-def _connectors(sql: SpiderSQL) -> list:
-    return sql["from"]["conds"][1::2] + sql["where"][1::2] + sql["having"][1::2]
+def _connectors(sql: SpiderSQL) -> list[Any]:
+    connectors: list[Any] = sql["from"]["conds"][1::2] + sql["where"][1::2] + sql["having"][1::2]
+    return connectors

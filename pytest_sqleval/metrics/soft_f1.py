@@ -18,7 +18,7 @@ Membership (``in``) is set membership, but every cell counts in the sums,
 so duplicated values weigh as often as they occur. Row order and column
 order never matter; a column may be the best pairing of several columns.
 Both results without rows score 1.0; exactly one without rows scores 0.0.
-Values go through :mod:`pytest_sqleval.metrics.values` first
+Values go through :mod:`pytest_sqleval.metrics.normalisation` first
 (``float_decimals``, ``nulls``), like every result metric.
 
 Worked checks: gold ``(shop, count) = [("A", 5)]`` against the prediction
@@ -30,7 +30,7 @@ sets have F1 = 1 exactly, and any certificate of equal value sets will do.
 
 * With ``nulls="equal"``, on the raw rows (normalising never makes equal
   values unequal): if gold has a key column (all values distinct) and
-  :func:`~pytest_sqleval.metrics.values.match_rows_by_key` finds a column
+  :func:`~pytest_sqleval.metrics.row_alignment.match_rows_by_key` finds a column
   mapping under which every predicted row is the gold row holding its key
   value and every gold row is hit, each predicted column holds exactly the
   values of its gold column: every column's best F1 is 1 and so is the
@@ -57,21 +57,14 @@ from collections import Counter
 from functools import cached_property
 from typing import Any, Hashable
 
-from pytest_sqleval.metrics.values import (
-    FLOATS,
-    INTS,
-    TEXT,
-    Column,
-    Nulls,
-    Table,
-    find_row_key,
-    gatherer,
-    gc_paused,
-    match_rows_by_key,
-    screen_rows,
-)
+from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT
+from pytest_sqleval.metrics.gc_pause import gc_paused
+from pytest_sqleval.metrics.key_columns import find_row_key
+from pytest_sqleval.metrics.normalisation import Nulls
+from pytest_sqleval.metrics.normalised_table import Table
+from pytest_sqleval.metrics.row_alignment import match_rows_by_key, screen_rows
+from pytest_sqleval.metrics.rows_and_columns import Column, gatherer
 from pytest_sqleval.results import QueryResult
-
 
 _FAMILIES = {INTS: "numbers", FLOATS: "numbers", TEXT: "text"}
 SCREEN_ROWS = 3
@@ -99,7 +92,7 @@ def _same_raw_columns(gold: QueryResult, pred: QueryResult) -> bool:
     """Whether the raw columns pair off one to one with equal values (then every F1[n,t] of a pair is 1 and the score is 1).
 
     Shown on the raw cells (normalising with ``nulls="equal"`` never makes
-    equal values unequal) by values.match_rows_by_key: a column mapping
+    equal values unequal) by row_alignment.match_rows_by_key: a column mapping
     under which every predicted row is a gold row and every gold row is hit
     gives each predicted column exactly the values of its gold column.
     False only means "not shown this way".

@@ -8,7 +8,8 @@ Suite keys (validated by :func:`parse_suite_keys`, called by the loader):
 ``prompt:``        a Jinja2 template, inline or a file path relative to the suite
 ``schema_format:`` ``ddl`` (default) | ``spider`` | ``compact``
 ``sample_rows:``   N example rows per table in the schema (default 0)
-``history:``       earlier turns of an interaction in the prompt: ``model`` (the model's own SQL, default) | ``gold`` | ``none``
+``history:``       earlier turns of an interaction in the prompt: ``model`` (the model's own SQL, default) |
+                   ``gold`` | ``none``
 ``examples:``      few-shot pairs: N (other cases of this suite), a file (JSONL or YAML list of {question, sql}),
                    or ``{file: ..., count: N}`` / ``{cases: N}``
 ``extract:``       ``auto`` (default) | ``fenced`` | ``raw``
@@ -17,7 +18,6 @@ Suite keys (validated by :func:`parse_suite_keys`, called by the loader):
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import math
 import os
@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import SuiteError
 from .extract import EXTRACT_MODES
+from .prompt import PromptSource, PromptTemplate, TemplateProblem
 
 MODEL_SUITE_KEYS = ("model", "prompt", "schema_format", "sample_rows", "history", "examples", "extract")
 MODEL_KEYS = ("name", "url", "key_env", "temperature", "max_tokens", "seed", "params", "price_per_1k_input",
@@ -111,16 +112,6 @@ def endpoint_without_credentials(url: str) -> str:
 
 
 @dataclass(frozen=True)
-class PromptSource:
-    text: str
-    origin: str  # "default", "inline" or the file path
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
 class ExamplesSpec:
     cases: int | None = None  # N other cases of the suite
     file: Path | None = None
@@ -159,8 +150,6 @@ def parse_suite_keys(path: Path, data: Mapping[str, Any]) -> SuiteModelSpec:
         spec = replace(spec, model=_model_mapping(data["model"], error))
     if data.get("prompt") is not None:
         spec = replace(spec, prompt=_prompt(path, data["prompt"], error), prompt_line=lines.get("prompt"))
-        from .prompt import PromptTemplate, TemplateProblem
-
         try:
             PromptTemplate(spec.prompt)
         except TemplateProblem as exc:
@@ -328,7 +317,7 @@ def load_examples(path: Path) -> tuple[dict[str, str], ...]:
                 raise SuiteError(f"not valid JSON: {exc.msg}", path=path, line=number, fix=fix) from None
     pairs = []
     for number, entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("question"), str) or not isinstance(entry.get("sql"), str):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(key), str) for key in ("question", "sql")):
             raise SuiteError("each example needs text `question` and `sql`", path=path, line=number, fix=fix)
         pairs.append({"question": entry["question"], "sql": entry["sql"]})
     _examples_cache[path] = tuple(pairs)

@@ -17,9 +17,22 @@ A name outside this list is an error naming it, found when the suite is loaded (
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .config import PromptSource
+
+@dataclass(frozen=True)
+class PromptSource:
+    """A prompt template's text and where it came from (``sha256`` keys the compiled templates and the cache)."""
+
+    text: str
+    origin: str  # "default", "inline" or the file path
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
 
 PLACEHOLDERS = ("question", "schema", "dialect", "evidence", "history", "examples", "metadata", "case_id")
 

@@ -26,10 +26,10 @@ from .config import (
     DEFAULT_CONCURRENCY,
     ExamplesSpec,
     ModelConfig,
-    PromptSource,
     SuiteModelSpec,
 )
 from .predictors import BuiltinPredictor, PredictionResult, PredictorCase, run_predictor
+from .prompt import PromptSource
 
 
 @dataclass(frozen=True)

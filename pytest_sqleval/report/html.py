@@ -228,7 +228,7 @@ def chart_data(report: dict[str, Any]) -> dict[str, Any]:
         metrics = suite.get("metrics") or {}
         intervals = suite.get("intervals") or {}
         base = view.baseline_suite(report, name)
-        shares = [k for k in view.metric_keys(metrics) if dict((m, kind) for m, _, kind in view.METRICS).get(k) in ("rate", "mean")]
+        shares = [k for k in view.metric_keys(metrics) if view.kind(k) in ("rate", "mean")]
         entry: dict[str, Any] = {
             "name": name,
             "metrics": {

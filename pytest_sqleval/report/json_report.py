@@ -6,23 +6,10 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..record import REPORT_KEYS
+from ..registry import active_registry, definitions
+
 SCHEMA = "sqleval-report/1"
-
-#: Per-case keys, in the order the report writes them.
-CASE_KEYS = (
-    "suite", "id", "interaction", "turn", "database", "difficulty", "tags", "question", "gold", "predicted",
-    "valid", "error", "execution_match", "soft_f1", "exact_match", "clauses", "vacuous", "outcome",
-    # BIRD mini-dev's Soft F1 and, with --sqleval-efficiency, its R-VES (fidelity issue)
-    "bird_soft_f1", "r_ves", "r_ves_reward", "r_ves_time_ratio",
-    "mismatch", "databases", "exact_match_reason", "difficulty_source", "order_note", "metadata",
-    # what `sqleval merge` / `sqleval gate` need to recompute aggregates from the report alone
-    "index", "passed_rule", "execution_match_first",
-    # several accepted golds, expected rows, shape checks and a SQL policy (assertions issue)
-    "golds", "expected", "gold_index", "gold_scores", "clause_sets", "exact_match_gold_index", "shape", "policy",
-    # the model in the loop: where the prediction came from, what the model said and what the call cost
-    "prediction_source", "model", "raw_output", "extraction", "latency_s", "tokens", "cached", "cost", "prediction_extra",
-)
-
 
 def build_report(suites: Sequence[Any], records: Sequence[dict[str, Any]], *, run: dict[str, Any]) -> dict[str, Any]:
     from ..model.usage import attach_usage, run_models
@@ -30,12 +17,17 @@ def build_report(suites: Sequence[Any], records: Sequence[dict[str, Any]], *, ru
     entries = [suite_entry(s) for s in suites]
     attach_usage(entries, records)  # per suite: model calls, cache hits, tokens, latency, cost
     models = run_models(records)
-    return {
+    keys = case_keys()
+    report = {
         "schema": SCHEMA,
         "run": {**run, "model": models} if models is not None else run,
         "suites": entries,
-        "cases": [case_entry(r) for r in records],
+        "cases": [case_entry(r, keys) for r in records],
     }
+    extra_metrics = definitions()
+    if extra_metrics:  # a user's metrics: what `sqleval merge|gate` need to aggregate them again
+        report["metric_definitions"] = extra_metrics
+    return report
 
 
 def suite_entry(summary: Any) -> dict[str, Any]:
@@ -61,8 +53,14 @@ def suite_entry(summary: Any) -> dict[str, Any]:
     return entry
 
 
-def case_entry(record: dict[str, Any]) -> dict[str, Any]:
-    entry = {key: record.get(key) for key in CASE_KEYS if key in record or key in ("error", "outcome")}
+def case_keys() -> tuple[str, ...]:
+    """The per-case keys the report writes: the case record's, then any registered metric's own key."""
+    return REPORT_KEYS + tuple(k for k in active_registry().case_keys() if k not in REPORT_KEYS)
+
+
+def case_entry(record: dict[str, Any], keys: tuple[str, ...] | None = None) -> dict[str, Any]:
+    keys = keys or case_keys()
+    entry = {key: record.get(key) for key in keys if key in record or key in ("error", "outcome")}
     if entry.get("interaction") is None:
         entry.pop("interaction", None)
         entry.pop("turn", None)

@@ -194,8 +194,7 @@ def _metrics_table(lines: list[str], metrics: dict[str, Any], intervals: dict[st
 
 
 def _breakdowns(lines: list[str], suite: dict[str, Any]) -> None:
-    columns = (("question_match", "QM"), ("execution_accuracy", "EX"), ("soft_f1", "soft F1"), ("exact_match", "EM"),
-               ("valid_syntax", "valid"), ("error_count", "errors"))
+    columns = (("question_match", "QM"), *view.breakdown_columns())
     for title, key, count_key in (("difficulty", "by_difficulty", "cases"), ("tag", "by_tag", "cases"),
                                   ("turn", "by_turn", "turns")):
         breakdown = suite.get(key) or {}

@@ -9,29 +9,13 @@ shows both SQL texts and a compact diff of the results.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from ..registry import active_registry
 from ..summary import SuiteSummary
 from .diff import render_miss
+from .view import breakdown_columns
 
-#: Rows of the metrics table: (metric, label).
-METRIC_ROWS = (
-    ("valid_syntax", "valid_syntax"),
-    ("error_count", "error_count"),
-    ("execution_accuracy", "execution_accuracy"),
-    ("test_suite_accuracy", "test_suite_accuracy"),
-    ("soft_f1", "soft_f1"),
-    ("bird_soft_f1", "bird_soft_f1"),
-    ("r_ves", "r_ves"),
-    ("exact_match", "exact_match"),
-    ("question_match", "question_match"),
-    ("interaction_match", "interaction_match"),
-    ("interaction_execution_accuracy", "interaction_execution_accuracy"),
-    ("pass_rate", "pass_rate"),
-    ("vacuous", "vacuous"),
-)
-BREAKDOWN_COLUMNS = (("execution_accuracy", "EX"), ("soft_f1", "soft_f1"), ("exact_match", "EM"),
-                     ("valid_syntax", "valid"), ("error_count", "errors"))
 MISS_LIST_LIMIT = 25
 
 
@@ -46,15 +30,19 @@ def fmt(value: Any) -> str:
 
 
 def write_summary(tr, summaries: Sequence[SuiteSummary], records_by_suite: dict[str, list[dict]], *,
-                  verbose: bool, json_path: str | None) -> None:
+                  json_path: str | None, section: Callable[[SuiteSummary, list[dict]], Any]) -> None:
+    """The ``sqleval`` section: per suite, ``section(summary, records)`` (the ``pytest_sqleval_terminal_section``
+    hook, whose first implementation is :func:`write_suite`), then where the JSON report went."""
     tr.write_sep("=", "sqleval")
     for summary in summaries:
-        _write_suite(tr, summary, records_by_suite.get(summary.path, []), verbose=verbose)
+        section(summary, records_by_suite.get(summary.path, []))
+        tr.write_line("")
     if json_path:
         tr.write_line(f"sqleval report written to {json_path}")
 
 
-def _write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool) -> None:
+def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool) -> None:
+    """A suite's built-in part of the summary: metrics, breakdowns, misses and threshold verdicts."""
     agg = summary.aggregates
     outcomes = ", ".join(f"{n} {name}" for name, n in agg["outcomes"].items() if n)
     tr.write_line(f"suite {summary.name} ({summary.path})")
@@ -71,14 +59,14 @@ def _write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: boo
     _write_model_usage(tr, records)
     _write_misses(tr, records, verbose=verbose)
     _write_verdicts(tr, summary)
-    tr.write_line("")
 
 
 def _write_metrics(tr, agg: dict) -> None:
     metrics, grouped = agg["metrics"], agg.get("by_gold_sql", {})
     intervals = agg.get("intervals", {})
     tr.write_line(f"  {'metric':<31} {'value':>8} {'95% interval':>18}   {'per gold SQL':>12}")
-    for key, label in METRIC_ROWS:
+    for metric in active_registry().reported():
+        key, label = metric.name, metric.label
         if key not in metrics:
             continue
         value = fmt(metrics[key])
@@ -95,7 +83,7 @@ def _write_metrics(tr, agg: dict) -> None:
 def _write_breakdown(tr, title: str, breakdown: dict) -> None:
     if not breakdown:
         return
-    present = [(k, label) for k, label in BREAKDOWN_COLUMNS if any(k in row for row in breakdown.values())]
+    present = [(k, label) for k, label in breakdown_columns() if any(k in row for row in breakdown.values())]
     header = f"  by {title:<12} {'cases':>6} " + " ".join(f"{label:>8}" for _, label in present)
     tr.write_line(header)
     for level, row in breakdown.items():
@@ -169,9 +157,6 @@ def fmt_interval(interval: Any, decimals: int = 4) -> str:
     return f"[{interval[0]:.{decimals}f}, {interval[1]:.{decimals}f}]"
 
 
-OVERALL_ROWS = ("valid_syntax", "error_count", "execution_accuracy", "test_suite_accuracy", "soft_f1", "bird_soft_f1",
-                "r_ves", "exact_match",
-                "question_match", "interaction_match", "pass_rate")
 
 
 def write_deploy_gate(tr, report: dict) -> None:
@@ -179,7 +164,7 @@ def write_deploy_gate(tr, report: dict) -> None:
     overall = report.get("overall")
     if overall:
         parts = []
-        for key in OVERALL_ROWS:
+        for key in (m.name for m in active_registry().reported()):
             if key in overall["metrics"]:
                 interval = fmt_interval(overall["intervals"].get(key), 2)
                 parts.append(f"{key} {fmt(overall['metrics'][key])}" + (f" {interval}" if interval else ""))

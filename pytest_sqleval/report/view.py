@@ -11,23 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-#: Metrics in display order: (key, label, kind) where kind is "rate", "mean" or "count".
-METRICS = (
-    ("execution_accuracy", "execution accuracy", "rate"),
-    ("test_suite_accuracy", "test-suite accuracy", "rate"),
-    ("soft_f1", "soft F1", "mean"),
-    ("bird_soft_f1", "BIRD soft F1", "mean"),
-    ("r_ves", "R-VES", "mean"),
-    ("exact_match", "exact match", "rate"),
-    ("valid_syntax", "valid syntax", "rate"),
-    ("question_match", "question match", "rate"),
-    ("interaction_match", "interaction match", "rate"),
-    ("interaction_execution_accuracy", "interaction EX", "rate"),
-    ("pass_rate", "pass rate", "rate"),
-    ("error_count", "errors", "count"),
-    ("vacuous", "vacuous matches", "count"),
-)
-METRIC_LABELS = {key: label for key, label, _ in METRICS}
+from ..registry import active_registry
+
 MISS_OUTCOMES = ("missed", "failed")
 
 
@@ -66,15 +51,32 @@ def fmt_p(value: Any) -> str:
 
 
 def metric_keys(metrics: dict[str, Any]) -> list[str]:
-    """The metrics of a suite (or the overall block) in display order, numeric values only."""
-    known = [key for key, _, _ in METRICS if isinstance(metrics.get(key), (int, float)) and not isinstance(metrics.get(key), bool)]
-    extra = sorted(k for k, v in metrics.items()
-                   if k not in METRIC_LABELS and isinstance(v, (int, float)) and not isinstance(v, bool))
+    """The metrics of a suite (or the overall block) in the registry's order, numeric values only; a metric
+    the registry does not know (a report written with a user's metric) follows, by name."""
+    registry = active_registry()
+    known = [m.name for m in registry.reported() if _numeric(metrics.get(m.name))]
+    extra = sorted(k for k, v in metrics.items() if k not in registry and _numeric(v))
     return known + extra
 
 
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def label(metric: str) -> str:
-    return METRIC_LABELS.get(metric, metric)
+    found = active_registry().get(metric)
+    return found.title if found is not None else metric
+
+
+def breakdown_columns() -> list[tuple[str, str]]:
+    """(metric, short header) of the columns of the tables by difficulty, tag and turn."""
+    return [(m.name, m.breakdown_label) for m in active_registry().reported() if m.breakdown_label]
+
+
+def kind(metric: str) -> str | None:
+    """``rate``, ``mean`` or ``count`` (None for a metric the registry does not know)."""
+    found = active_registry().get(metric)
+    return found.kind if found is not None else None
 
 
 # --------------------------------------------------------------------------- gates

@@ -30,29 +30,28 @@ key appended to the select list (``AS __sqleval_key_<i>``, aliases and
 ordinals replaced by the expression they name) and ``hidden_key_count``
 says how many columns were appended: the caller runs it instead of the
 gold, drops the last ``hidden_key_count`` columns from the result and
-passes them to :func:`tie_group_starts` as the keys. In any other case (SELECT DISTINCT or a set operation
-with a key that is not an output column, a ``*`` hiding the key's
-position) the order is strict and ``note`` says why.
+passes them to :func:`pytest_sqleval.metrics.tie_groups.tie_group_starts`
+as the keys. In any other case (SELECT DISTINCT or a set operation with a
+key that is not an output column, a ``*`` hiding the key's position) the
+order is strict and ``note`` says why.
 
-Tie groups compare key values after :mod:`pytest_sqleval.metrics.values`
-normalisation with NULL equal to NULL (SQL sorts NULLs together). A key
-with a collation (``COLLATE NOCASE``) is compared by value, so rows that
-tie only under the collation count as different groups.
+The tie groups themselves are read from the gold's result, not its SQL, by
+:mod:`pytest_sqleval.metrics.tie_groups`; this module only reads the SQL.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import compress
-from operator import itemgetter, ne
-from typing import Any, Sequence
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from pytest_sqleval.metrics.profiles import ComparisonOptions
-from pytest_sqleval.metrics.values import normalise_column
-from pytest_sqleval.sql.limits import bounded_stack, parse_one_bounded, too_complex_reason
+from pytest_sqleval.comparison import ComparisonOptions
+from pytest_sqleval.sql.limits import (
+    bounded_stack,
+    parse_one_bounded,
+    too_complex_reason,
+)
 from pytest_sqleval.sql.rewrite import append_order_keys
 
 
@@ -198,12 +197,3 @@ def _same_column(key: exp.Expression, projection: exp.Expression) -> bool:
     if not _same_name(key.name, projection.name):
         return False
     return not key.table or not projection.table or _same_name(key.table, projection.table)
-
-
-def tie_group_starts(rows: Sequence[Sequence[Any]], key_columns: Sequence[int]) -> list[int]:
-    """Start index of every run of consecutive rows with equal (normalised) key values."""
-    if not rows:
-        return []
-    key_values = [normalise_column(list(map(itemgetter(column), rows))) for column in key_columns]
-    keys = list(zip(*key_values))  # tuples compare identity first, so the one NaN equals itself
-    return [0, *compress(range(1, len(keys)), map(ne, keys[1:], keys[:-1]))]

@@ -10,6 +10,9 @@
 * :func:`append_order_keys` appends ORDER BY keys to a select list as extra
   output columns (used by :mod:`pytest_sqleval.sql.ordering` to read tie
   groups from keys the query does not output).
+* :func:`prediction_rewrite` names the runner's rewrite of a prediction under
+  the comparison options (``strip_distinct``, or an official evaluator's
+  statement rule).
 
 Both raise :class:`sqlglot.errors.ParseError` for SQL the dialect cannot parse,
 and :class:`~pytest_sqleval.sql.limits.SqlTooComplex` (also a
@@ -19,11 +22,29 @@ and :class:`~pytest_sqleval.sql.limits.SqlTooComplex` (also a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlglot import exp
 
 from pytest_sqleval.sql.limits import SqlTooComplex, bounded_stack, parse_one_bounded, too_complex_reason
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_sqleval.comparison import ComparisonOptions
+
 HIDDEN_KEY_PREFIX = "__sqleval_key_"
+
+#: Profiles that reproduce an official evaluator's verdict on any text: what that evaluator hands its engine
+#: runs (see :mod:`pytest_sqleval.sql.statements`), guarded.
+REPRODUCTION_PROFILES = ("test-suite", "bird")
+
+
+def prediction_rewrite(options: ComparisonOptions) -> str | None:
+    """The runner's rewrite for a prediction under ``options`` (scoring and R-VES timing run the same text)."""
+    if options.profile in REPRODUCTION_PROFILES:
+        # test-suite strips DISTINCT with sqlparse (first statement only); otherwise (BIRD, or test-suite's
+        # --keep_distinct) the whole text goes to Python's sqlite3
+        return "official_distinct" if options.distinct == "strip" else "sqlite3_statement"
+    return "strip_distinct" if options.distinct == "strip" else None
 
 
 @bounded_stack

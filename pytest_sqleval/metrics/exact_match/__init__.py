@@ -20,7 +20,7 @@ the limits, or one that fails to be read for any other reason, scores 0 with
 a reason (``nested too deeply to score (...)``, ``too long to score (...)``,
 ``too complex to score (...)``); a gold beyond them raises
 :class:`GoldTooComplex`. Nothing but :class:`GoldUnreadable` (and
-:class:`~pytest_sqleval.metrics.profiles.OptionError` for a bad profile) is
+:class:`~pytest_sqleval.comparison.OptionError` for a bad profile) is
 ever raised.
 """
 

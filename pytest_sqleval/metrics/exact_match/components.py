@@ -57,7 +57,7 @@ def spider_exact(pred: SpiderSQL, gold: SpiderSQL, *, legacy_from_check: bool = 
     return all(spider_components(pred, gold, legacy_from_check=legacy_from_check).values())
 
 
-def _multiset_match(pred: list, gold: list) -> bool:
+def _multiset_match(pred: list[Any], gold: list[Any]) -> bool:
     """Official counting: greedy removal of each predicted unit from the gold units.
 
     Greedy removal with ``==`` is multiset equality, computed here in linear time
@@ -80,11 +80,11 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _select_units(sql: SpiderSQL) -> list:
+def _select_units(sql: SpiderSQL) -> list[Any]:
     return list(sql["select"][1])
 
 
-def _cond_units(condition: list) -> list:
+def _cond_units(condition: list[Any]) -> list[Any]:
     return list(condition[::2])
 
 
@@ -136,15 +136,17 @@ def _keywords(sql: SpiderSQL) -> set[str]:
     return found
 
 
-def _all_cond_units(sql: SpiderSQL) -> list:
-    return sql["from"]["conds"][::2] + sql["where"][::2] + sql["having"][::2]
+def _all_cond_units(sql: SpiderSQL) -> list[Any]:
+    units: list[Any] = sql["from"]["conds"][::2] + sql["where"][::2] + sql["having"][::2]
+    return units
 
 
-def _all_connectors(sql: SpiderSQL) -> list:
-    return sql["from"]["conds"][1::2] + sql["where"][1::2] + sql["having"][1::2]
+def _all_connectors(sql: SpiderSQL) -> list[Any]:
+    connectors: list[Any] = sql["from"]["conds"][1::2] + sql["where"][1::2] + sql["having"][1::2]
+    return connectors
 
 
-def _has_op(units: list, op: str) -> bool:
+def _has_op(units: list[Any], op: str) -> bool:
     return any(unit[1] == WHERE_OPS.index(op) for unit in units)
 
 

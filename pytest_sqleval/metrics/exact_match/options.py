@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from ..profiles import OptionError
+from ...comparison import OptionError
 
 _PROFILE_OPTIONS: dict[str, dict[str, tuple[Any, ...]]] = {
     "spider": {"value_placeholder": (True, False), "legacy_from_check": (True, False)},

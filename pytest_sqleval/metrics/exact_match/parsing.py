@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 import sqlglot
 from sqlglot import exp
 
@@ -33,7 +31,7 @@ def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool) 
         raise SqlParseError("empty SQL")
     if len(statements) > 1 and not allow_trailing_statements:
         raise SqlParseError(f"{len(statements)} statements; exact match compares one query")
-    return cast(exp.Expression, statements[0])
+    return statements[0]
 
 
 def _first_line(message: str) -> str:

@@ -85,11 +85,11 @@ def _null_values(sql: SpiderSQL | None) -> SpiderSQL | None:
     return out
 
 
-def _null_condition(condition: list) -> list:
+def _null_condition(condition: list[Any]) -> list[Any]:
     return [item if i % 2 else _null_cond_unit(item) for i, item in enumerate(condition)]
 
 
-def _null_cond_unit(unit: tuple) -> tuple:
+def _null_cond_unit(unit: tuple[Any, ...]) -> tuple[Any, ...]:
     not_op, op_id, val_unit, val1, val2 = unit
     return (not_op, op_id, val_unit, _null_value(val1), _null_value(val2))
 
@@ -103,7 +103,7 @@ def _canonicalise_columns(sql: SpiderSQL | None, from_tables: frozenset[str], fk
     if sql is None:
         return None
 
-    def col_unit(unit: tuple | None) -> tuple | None:
+    def col_unit(unit: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
         if unit is None:
             return None
         agg_id, col_id, _ = unit
@@ -111,11 +111,11 @@ def _canonicalise_columns(sql: SpiderSQL | None, from_tables: frozenset[str], fk
             col_id = fk[col_id]
         return (agg_id, col_id, None)
 
-    def val_unit(unit: tuple) -> tuple:
+    def val_unit(unit: tuple[Any, ...]) -> tuple[Any, ...]:
         unit_op, first, second = unit
         return (unit_op, col_unit(first), col_unit(second))
 
-    def condition(cond: list) -> list:
+    def condition(cond: list[Any]) -> list[Any]:
         return [item if i % 2 else (item[0], item[1], val_unit(item[2]), item[3], item[4]) for i, item in enumerate(cond)]
 
     out = dict(sql)

@@ -55,6 +55,7 @@ the reading's work budget) raises :class:`~pytest_sqleval.sql.limits.SqlTooCompl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -172,7 +173,7 @@ def _first_aggregate_id(node: exp.Expression) -> int:
     return 0
 
 
-def _ancestors(node: exp.Expression, stop: exp.Expression):
+def _ancestors(node: exp.Expression, stop: exp.Expression) -> Iterator[exp.Expr]:
     parent = node.parent
     while parent is not None and parent is not stop:
         yield parent
@@ -266,7 +267,7 @@ class _Reader:
         return [inner], []
 
     # -- one SELECT ------------------------------------------------------------
-    def _read_select(self, select: exp.Select, *, final: bool, trailing: dict | None = None) -> SpiderSQL:
+    def _read_select(self, select: exp.Select, *, final: bool, trailing: dict[str, Any] | None = None) -> SpiderSQL:
         args = dict(select.args)
         for key, value in (trailing or {}).items():
             if value is not None:
@@ -289,7 +290,7 @@ class _Reader:
         sql["limit"] = 1 if args.get("limit") is not None else None
         return sql
 
-    def _check_select_args(self, args: dict, final: bool) -> None:
+    def _check_select_args(self, args: dict[str, Any], final: bool) -> None:
         for key, value in args.items():
             if value in (None, [], False) or key in _SELECT_ARGS:
                 continue
@@ -305,9 +306,9 @@ class _Reader:
         return True
 
     # -- FROM ----------------------------------------------------------------------
-    def _read_from(self, from_: exp.From | None, joins: list[exp.Join]) -> tuple[list, list, list[str]]:
-        table_units: list = []
-        conds: list = []
+    def _read_from(self, from_: exp.From | None, joins: list[exp.Join]) -> tuple[list[Any], list[Any], list[str]]:
+        table_units: list[Any] = []
+        conds: list[Any] = []
         tables: list[str] = []
         if from_ is None:
             self.outside("no_from")
@@ -339,7 +340,7 @@ class _Reader:
         if join.args.get("using"):
             self.outside("join_using")
 
-    def _read_source(self, source: exp.Expression, *, joined: bool, tables: list[str]) -> tuple | None:
+    def _read_source(self, source: exp.Expression, *, joined: bool, tables: list[str]) -> tuple[Any, ...] | None:
         if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
             name = self._read_table(source)
             tables.append(name)
@@ -471,13 +472,13 @@ class _Reader:
         return PLACEHOLDER_COLUMN
 
     # -- conditions ---------------------------------------------------------------------
-    def _read_clause_condition(self, clause: exp.Expression | None, tables: list[str]) -> list:
+    def _read_clause_condition(self, clause: exp.Expression | None, tables: list[str]) -> list[Any]:
         return [] if clause is None else self.read_condition(clause.this, tables)
 
-    def read_condition(self, node: exp.Expression, tables: list[str]) -> list:
+    def read_condition(self, node: exp.Expression, tables: list[str]) -> list[Any]:
         """The official flat list ``[cond, "and"|"or", cond, ...]``, with its OR-swallowing quirk."""
         flat = self._flatten_connectives(node, negated=False)
-        out: list = []
+        out: list[Any] = []
         i = 0
         while i < len(flat):
             atom, negated = flat[i]
@@ -492,10 +493,10 @@ class _Reader:
                 i += 1
         return out
 
-    def _flatten_connectives(self, node: exp.Expression, *, negated: bool) -> list:
+    def _flatten_connectives(self, node: exp.Expression, *, negated: bool) -> list[Any]:
         """``[(atom, negated), "and"|"or", ...]`` left to right, without recursion (long AND chains)."""
-        flat: list = []
-        stack: list = [(node, negated)]
+        flat: list[Any] = []
+        stack: list[Any] = [(node, negated)]
         while stack:
             item = stack.pop()
             if isinstance(item, str):
@@ -521,7 +522,7 @@ class _Reader:
         if node.find(exp.Paren, exp.Subquery, exp.In, exp.Func, exp.Between, exp.Tuple) is not None:
             self.outside("column_value_before_or")
 
-    def _read_condition_unit(self, node: exp.Expression, negated: bool, tables: list[str]) -> tuple[tuple, bool]:
+    def _read_condition_unit(self, node: exp.Expression, negated: bool, tables: list[str]) -> tuple[tuple[Any, ...], bool]:
         not_op = negated
         if isinstance(node, exp.Not):
             inner = _strip_paren(node.this)
@@ -628,7 +629,7 @@ class _Reader:
             units.append(self._read_col_unit(node, tables))
         return units
 
-    def _read_order_by(self, order: exp.Order | None, tables: list[str]) -> tuple | list:
+    def _read_order_by(self, order: exp.Order | None, tables: list[str]) -> tuple[Any, ...] | list[Any]:
         if order is None:
             return []
         direction = "asc"

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sqlglot
-from sqlglot.tokens import Token, TokenType
+from sqlglot import Token, TokenType
 
 from ...sql.limits import parse_bounded, tokenize_bounded
 

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 import sqlglot
-from sqlglot import exp
-from sqlglot.tokens import Token, TokenType
+from sqlglot import Token, TokenType, exp
 
 from ...sql.limits import tokenize_bounded
 

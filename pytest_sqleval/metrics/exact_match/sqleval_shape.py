@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import cached_property
@@ -121,7 +121,7 @@ class ShapeBuilder:
         self.ignore_values = ignore_values
         self.budget = budget if budget is not None else WorkBudget()
         # (node, outer scopes, CTEs) -> shape; the value keeps the key's objects alive so their ids stay unique.
-        self._shapes: dict[tuple, tuple[QueryShape, Any]] = {}
+        self._shapes: dict[tuple[Any, ...], tuple[QueryShape, Any]] = {}
 
     # -- queries --------------------------------------------------------------------
     def query(self, node: exp.Expression, outer: tuple[_Scope, ...] = (), ctes: dict[str, _Source] | None = None) -> QueryShape:
@@ -197,7 +197,7 @@ class ShapeBuilder:
         )
         return _replace(shape, keywords=_keywords(shape, [c for c in (*on_conditions, where, having) if c is not None]))
 
-    def _limit(self, args: dict, keys: _Keys) -> str:
+    def _limit(self, args: dict[str, Any], keys: _Keys) -> str:
         limit, offset = args.get("limit"), args.get("offset")
         if limit is None and offset is None:
             return ""
@@ -242,13 +242,13 @@ class _Keys:
         self._resolving: set[str] = set()
         # (kind, id(node), flags..., aliases being resolved) -> (string, node): the node is kept alive so
         # that its id is not reused by a temporary node (``condition`` copies negated predicates).
-        self._memo: dict[tuple, tuple[str, exp.Expression]] = {}
+        self._memo: dict[tuple[Any, ...], tuple[str, exp.Expression]] = {}
 
     def forget(self) -> None:
         """Drop the memo: the scope's state (join equivalence, SELECT aliases) changed."""
         self._memo.clear()
 
-    def _remembered(self, key: tuple, node: exp.Expression, compute) -> str:
+    def _remembered(self, key: tuple[Any, ...], node: exp.Expression, compute: Callable[[], str]) -> str:
         key = (*key, frozenset(self._resolving) if self._resolving else None)
         cached = self._memo.get(key)
         if cached is None:
@@ -434,7 +434,7 @@ def _clause_condition(clause: exp.Expression | None) -> exp.Expression | None:
     return clause.this if clause is not None else None
 
 
-def _replace(shape: QueryShape, **changes) -> QueryShape:
+def _replace(shape: QueryShape, **changes: Any) -> QueryShape:
     values = {name: getattr(shape, name) for name in QueryShape.__dataclass_fields__}
     values.update(changes)
     return QueryShape(**values)

@@ -1,7 +1,8 @@
-"""Thresholds: suite-level gates on aggregate metrics.
+"""Thresholds: suite-level gates on aggregate metrics (parsed, merged and checked; pure data, no pytest).
 
-A threshold names an aggregate metric and a bound. Rates are minimums;
-counts of bad things (``error_count``, ``vacuous``) are maximums. A metric can
+A threshold names an aggregate metric of the registry (:mod:`pytest_sqleval.registry`) and a bound in the
+metric's direction: metrics where higher is better (rates, means) take minimums; counts of bad things
+(``error_count``, ``vacuous``) take maximums. A metric can
 be addressed inside a breakdown with a dotted path::
 
     execution_accuracy                       the suite's execution accuracy
@@ -20,22 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-#: Aggregate metrics a threshold may name, with the direction of the bound.
-SUITE_METRICS: dict[str, str] = {
-    "valid_syntax": "min",
-    "execution_accuracy": "min",
-    "soft_f1": "min",
-    "bird_soft_f1": "min",
-    "r_ves": "min",
-    "exact_match": "min",
-    "pass_rate": "min",
-    "question_match": "min",
-    "interaction_match": "min",
-    "interaction_execution_accuracy": "min",
-    "test_suite_accuracy": "min",
-    "error_count": "max",
-    "vacuous": "max",
-}
+from .registry import Metric, active_registry
 
 BREAKDOWNS = ("by_gold_sql", "by_difficulty", "by_tag")
 #: A threshold on the overall figure (across suites) is written ``overall:<metric>``.
@@ -117,10 +103,15 @@ def direction(metric: str) -> str:
             f"unknown metric path {metric!r}; use a metric name, by_gold_sql.<metric>, "
             f"by_difficulty.<level>.<metric> or by_tag.<tag>.<metric>"
         )
-    try:
-        return SUITE_METRICS[leaf]
-    except KeyError:
-        raise ThresholdError(f"unknown metric {leaf!r}; metrics are: {', '.join(SUITE_METRICS)}") from None
+    return gateable_metric(leaf).bound
+
+
+def gateable_metric(name: str) -> Metric:
+    """The registered metric a threshold may name; raises ThresholdError naming the ones there are."""
+    metrics = active_registry().gateable()
+    if name not in metrics:
+        raise ThresholdError(f"unknown metric {name!r}; metrics are: {', '.join(metrics)}")
+    return active_registry()[name]
 
 
 def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool = False) -> Threshold:
@@ -130,6 +121,7 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
     if metric.startswith(OVERALL_PREFIX) and metric.removeprefix(OVERALL_PREFIX).split(".")[0] in BREAKDOWNS:
         raise ThresholdError(f"{metric}: the overall figure has no breakdowns; use overall:<metric>")
     bound = direction(metric)
+    kind = gateable_metric(metric.removeprefix(OVERALL_PREFIX).split(".")[-1]).kind
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
             value = float(value)
@@ -138,10 +130,10 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
     value = float(value)
     if value != value or value in (float("inf"), float("-inf")):
         raise ThresholdError(f"threshold for {metric} must be a finite number, not {value}")
-    if bound == "min" and not 0.0 <= value <= 1.0:
+    if kind != "count" and not 0.0 <= value <= 1.0:
         raise ThresholdError(f"{metric} is a rate between 0 and 1; {value:g} can never be met or is meaningless")
-    if bound == "max" and value < 0:
-        raise ThresholdError(f"{metric} is a count; a maximum of {value:g} can never hold")
+    if kind == "count" and value < 0:
+        raise ThresholdError(f"{metric} is a count; a {bound}imum of {value:g} can never hold")
     return Threshold(metric, bound, value, source)
 
 

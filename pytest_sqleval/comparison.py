@@ -35,6 +35,16 @@ empty
     ``match``: always a match (any column counts). ``match_same_columns``: a
     match when the column counts agree. ``miss``: never a match.
     A match of two empty results is always reported as *vacuous*.
+
+Profiles
+--------
+:data:`EXECUTION_PROFILES` holds the built-in profiles. The table a suite's
+``execution:`` names a profile of is the session's (:func:`active_profiles`):
+the plugin builds it when pytest is configured, the built-ins first, then
+every ``pytest_sqleval_execution_profiles`` hook adds or replaces profiles, and
+makes it the one in force with :func:`use_profiles` (reset at unconfigure).
+Without a configured session (the ``sqleval`` command, library callers) the
+built-ins are in force.
 """
 
 from __future__ import annotations
@@ -149,21 +159,63 @@ def validate_option(name: str, value: Any) -> None:
         raise OptionError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
 
 
-def resolve_execution(spec: str | Mapping[str, Any] | None) -> ComparisonOptions:
-    """``"bird"`` or ``{"profile": "bird", "duplicates": "bag"}`` -> options."""
+def builtin_profiles() -> dict[str, ComparisonOptions]:
+    """A fresh copy of the built-in profiles: the start of a session's table, which hooks may change."""
+    return dict(EXECUTION_PROFILES)
+
+
+_active: Mapping[str, ComparisonOptions] | None = None
+
+
+def active_profiles() -> Mapping[str, ComparisonOptions]:
+    """The profiles in force: the configured session's table, or the built-ins."""
+    return _active if _active is not None else EXECUTION_PROFILES
+
+
+def use_profiles(profiles: Mapping[str, ComparisonOptions] | None) -> None:
+    """Make ``profiles`` the table in force (None: back to the built-ins); the plugin calls this at configure
+    and unconfigure."""
+    global _active
+    _active = profiles
+
+
+def resolve_execution(spec: str | Mapping[str, Any] | None,
+                      profiles: Mapping[str, ComparisonOptions] | None = None) -> ComparisonOptions:
+    """``"bird"`` or ``{"profile": "bird", "duplicates": "bag"}`` -> options.
+
+    ``profiles`` is the table the name is looked up in (default: :func:`active_profiles`); no spec means
+    its ``sqleval`` profile.
+    """
+    table = active_profiles() if profiles is None else profiles
     if spec is None:
-        return EXECUTION_PROFILES["sqleval"]
+        return _profile("sqleval", table)
     if isinstance(spec, str):
-        return _profile(spec)
+        return _profile(spec, table)
     overrides = dict(spec)
-    base = _profile(overrides.pop("profile", "sqleval"))
+    base = _profile(overrides.pop("profile", "sqleval"), table)
     return base.with_overrides(overrides)
 
 
-def _profile(name: str) -> ComparisonOptions:
+def _profile(name: str, table: Mapping[str, ComparisonOptions]) -> ComparisonOptions:
     try:
-        return EXECUTION_PROFILES[name]
-    except KeyError:
+        options = table[name]
+    except (KeyError, TypeError):  # TypeError: an unhashable name such as a list
         raise OptionError(
-            f"unknown execution profile {name!r}; profiles are: {', '.join(EXECUTION_PROFILES)}"
+            f"unknown execution profile {name!r}; profiles are: {', '.join(map(str, table))}"
         ) from None
+    _check_profile(name, options)
+    return options
+
+
+def _check_profile(name: str, options: Any) -> None:
+    """A profile a ``pytest_sqleval_execution_profiles`` hook put in the table is checked when a suite uses it
+    (hooks of conftest files found during collection run late, so there is no one moment to check them all)."""
+    if not isinstance(options, ComparisonOptions):
+        raise OptionError(f"execution profile {name!r} is a {type(options).__name__}, not ComparisonOptions; "
+                          f"set it in pytest_sqleval_execution_profiles as "
+                          f"profiles[{name!r}] = ComparisonOptions(...)")
+    for option in OPTION_NAMES:
+        try:
+            validate_option(option, getattr(options, option))
+        except OptionError as exc:
+            raise OptionError(f"execution profile {name!r}: {exc}") from None

@@ -1,0 +1,165 @@
+"""The databases and schema a suite or case names: paths, URLs, globs and setup scripts, checked, not opened.
+
+``database: shop.sqlite`` (a SQLite or DuckDB file beside the suite), a SQLAlchemy URL with ``${VAR}``
+secrets, ``databases:`` as a list or a glob (a test suite of database variants), or a mapping
+``{url: "sqlite://", setup: [schema.sql]}`` built fresh for the run; ``schema:`` names a Spider
+``tables.json`` entry. Files must exist; nothing is connected to here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import SuiteError
+from .load_context import LoadContext, check_keys
+from .suite import DatabaseSpec, SchemaSource
+from .yaml_lines import LineMapping
+
+DATABASE_KEYS = ("url", "setup")
+SCHEMA_KEYS = ("tables", "db_id")
+DUCKDB_SUFFIXES = (".duckdb", ".ddb")
+SERVER_URL_EXAMPLE = "postgresql+psycopg://user:${PGPASSWORD}@localhost/db"
+
+
+def suite_databases(ctx: LoadContext, data: LineMapping) -> tuple[DatabaseSpec, ...]:
+    """The suite's `database:`/`databases:`, every case's default (empty when each case names its own)."""
+    if "database" in data and "databases" in data:
+        raise ctx.error("the suite has both `database:` and `databases:`", data.key_lines["databases"],
+                        fix="use `databases:` for a test suite of several databases, `database:` for one")
+    if "databases" in data:
+        return _database_list(ctx, data["databases"], data.key_lines["databases"])
+    if "database" in data:
+        return (_database(ctx, data["database"], data.key_lines["database"]),)
+    return ()
+
+
+def case_databases(ctx: LoadContext, entry: LineMapping) -> tuple[DatabaseSpec, ...]:
+    """A case's own `database:`/`databases:` (empty: it uses the suite's)."""
+    if "database" in entry and "databases" in entry:
+        raise ctx.error("the case has both `database:` and `databases:`", entry.key_lines["databases"],
+                        fix="use one of them")
+    if "databases" in entry:
+        return _database_list(ctx, entry["databases"], entry.key_lines["databases"])
+    if "database" in entry:
+        return (_database(ctx, entry["database"], entry.key_lines["database"]),)
+    return ()
+
+
+def _database_list(ctx: LoadContext, value: Any, line: int) -> tuple[DatabaseSpec, ...]:
+    if isinstance(value, str) and "://" not in value and glob.has_magic(value):
+        matches = sorted(glob.glob(str(ctx.resolve(value))))
+        if not matches:
+            raise ctx.error(f"no database matches {value!r}", line,
+                            fix="check the glob pattern; it is relative to the suite file")
+        return tuple(_database(ctx, m, line) for m in matches)
+    if not isinstance(value, list) or not value:
+        raise ctx.error("`databases:` must be a non-empty list or a glob pattern", line,
+                        fix="write `databases: [a.sqlite, b.sqlite]` or `databases: \"variants/*.sqlite\"`")
+    return tuple(_database(ctx, item, value.item_lines[i]) for i, item in enumerate(value))
+
+
+def _database(ctx: LoadContext, value: Any, line: int | None) -> DatabaseSpec:
+    if isinstance(value, str):
+        return _database_from_text(ctx, value, line)
+    if isinstance(value, dict):
+        check_keys(ctx, value, DATABASE_KEYS, "database")
+        if "url" not in value:
+            raise ctx.error("a database mapping needs `url:`", value.line,
+                            fix='write `database: {url: "sqlite://", setup: [schema.sql, data.sql]}`')
+        spec = _database_from_text(ctx, str(value["url"]), value.key_lines["url"])
+        setup = _setup_scripts(ctx, value)
+        if setup and spec.file_path is not None:
+            raise ctx.error("setup scripts build a fresh database; they cannot target an existing file", value.line,
+                            fix='use `url: "sqlite://"` or `"duckdb://"` (a file is built for you) or a server URL')
+        return DatabaseSpec(url=spec.url, setup=setup, source=spec.source)
+    raise ctx.error(f"a database is a path, a URL or a mapping, not {type(value).__name__}", line,
+                    fix="write `database: shop.sqlite` or `database: postgresql+psycopg://...`")
+
+
+def _database_from_text(ctx: LoadContext, text: str, line: int | None) -> DatabaseSpec:
+    expanded = expand_env(ctx, text, line)
+    if "://" in expanded:
+        if expanded.startswith(("sqlite:///", "duckdb:///")) and len(expanded.split(":///", 1)[1].split("?")[0]) > 0:
+            prefix, rest = expanded.split(":///", 1)
+            file_part, query = (rest.split("?", 1) + [""])[:2]
+            if file_part != ":memory:":
+                resolved = ctx.resolve(file_part)
+                _require_file(ctx, resolved, line)
+                expanded = f"{prefix}:///{resolved}" + (f"?{query}" if query else "")
+        return DatabaseSpec(url=expanded, source=text)
+    resolved = ctx.resolve(expanded)
+    _require_file(ctx, resolved, line)
+    scheme = "duckdb" if resolved.suffix.lower() in DUCKDB_SUFFIXES else "sqlite"
+    return DatabaseSpec(url=f"{scheme}:///{resolved}", source=text)
+
+
+def _require_file(ctx: LoadContext, path: Path, line: int | None) -> None:
+    if not path.is_file():
+        raise ctx.error(f"database file not found: {path}", line,
+                        fix="check the path (relative to the suite file), or give a SQLAlchemy URL such as "
+                            + SERVER_URL_EXAMPLE)
+
+
+def _setup_scripts(ctx: LoadContext, value: LineMapping) -> tuple[Path, ...]:
+    scripts = value.get("setup")
+    if scripts is None:
+        return ()
+    line = value.key_lines["setup"]
+    if isinstance(scripts, str):
+        scripts = [scripts]
+    if not isinstance(scripts, list) or not all(isinstance(s, str) for s in scripts):
+        raise ctx.error("`setup:` must be a list of SQL script paths", line, fix="write `setup: [schema.sql, data.sql]`")
+    paths = []
+    for script in scripts:
+        path = ctx.resolve(script)
+        if not path.is_file():
+            raise ctx.error(f"setup script not found: {path}", line, fix="paths are relative to the suite file")
+        paths.append(path)
+    return tuple(paths)
+
+
+def expand_env(ctx: LoadContext, text: str, line: int | None) -> str:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` so secrets stay out of YAML.
+
+    A value expanded into a URL's userinfo or query string is percent-encoded (a
+    password ``p@ss/w#rd`` works) and masked in every message; see :mod:`.secrets`.
+    """
+    from .secrets import expand_env as expand
+
+    def missing(name: str) -> SuiteError:
+        return ctx.error(f"environment variable {name} is not set", line,
+                         fix=f"export {name}=... before running pytest, or write ${{{name}:-default}}")
+
+    return expand(text, os.environ.get, missing)
+
+
+def schema_source(ctx: LoadContext, value: Any, line: int | None) -> SchemaSource:
+    """`schema: {tables: tables.json, db_id: ...}`: the file must exist and hold the db_id."""
+    if not isinstance(value, dict):
+        raise ctx.error("`schema:` must be a mapping {tables: tables.json, db_id: ...}", line,
+                        fix="write `schema: {tables: tables.json, db_id: concert_singer}`")
+    check_keys(ctx, value, SCHEMA_KEYS, "schema")
+    if "tables" not in value or "db_id" not in value:
+        raise ctx.error("`schema:` needs both `tables:` and `db_id:`", value.line)
+    path = ctx.resolve(str(value["tables"]))
+    if not path.is_file():
+        raise ctx.error(f"schema file not found: {path}", value.key_lines["tables"])
+    from .schema import SpiderTablesError, spider_db_ids
+
+    try:
+        known = spider_db_ids(path)
+    except SpiderTablesError as exc:
+        raise ctx.error(f"{exc.message} ({exc.path})", value.key_lines["tables"], fix=exc.fix) from None
+    db_id = str(value["db_id"])
+    if db_id not in known:
+        close = difflib.get_close_matches(db_id, sorted(known), n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        shown = ", ".join(sorted(known)[:10]) + (", ..." if len(known) > 10 else "")
+        raise ctx.error(f"db_id {db_id!r} is not in {path}", value.key_lines["db_id"],
+                        fix=f"{hint}its db_ids are: {shown or '(none)'}")
+    return SchemaSource(tables_json=path, db_id=db_id)
+

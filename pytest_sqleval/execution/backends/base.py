@@ -1,0 +1,214 @@
+"""The engine-backend protocol: everything the plugin does differently per database engine.
+
+A :class:`Backend` serves the SQLAlchemy URLs it :meth:`~Backend.owns` and says, for them:
+
+- ``dialect``: the SQLAlchemy dialect name and the sqlglot dialect the engine reads;
+- :meth:`~Backend.open`: a read-only, hardened engine (authorizer, read-only session, limits), with the
+  connect timeout for network engines; :meth:`~Backend.harden` is the per-connection part of it;
+- :meth:`~Backend.build`: a database built from trusted setup scripts (None: this engine cannot);
+- :meth:`~Backend.run`: one already-guarded query on a DB-API connection under :class:`Limits` (timeout,
+  row cap), as a :class:`~pytest_sqleval.results.QueryResult`;
+- :meth:`~Backend.classify`: a driver error as a :class:`~pytest_sqleval.errors.QueryError` kind
+  (``syntax``, ``runtime``, ``rejected``, ``timeout``, ``memory``);
+- :meth:`~Backend.read_schema`: tables, columns and foreign keys;
+- :meth:`~Backend.target` / :meth:`~Backend.open_target`: the small picklable *target* the killable query
+  process (:mod:`~pytest_sqleval.execution.sandbox`) reopens the engine from.
+
+Subclass :class:`Backend` and override what differs: the defaults are those of any SQLAlchemy URL
+(plain DB-API, the guard as the only read-only check). Register it with the
+``pytest_sqleval_engine_backends`` hook (``backends.register(MyBackend())``).
+
+A backend from a ``conftest.py`` or a plugin is not imported by the query process (a fresh
+interpreter that loads only the built-ins), so its engines run their queries **in the pytest
+process**, with the engine's own timeout only, unless :meth:`~Backend.target` returns a target of a
+built-in backend (an engine opened through a built-in backend's ``open`` keeps that backend's target).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ...errors import QueryError
+from ...results import QueryResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sqlalchemy.engine import URL, Engine
+
+    from ...schema import Schema
+
+#: Default connect timeout of network engines (seconds).
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+#: A target: ``(backend name, how to reopen...)``, small and picklable.
+Target = tuple
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The SQLAlchemy dialect name of an engine and the sqlglot dialect that reads its SQL."""
+
+    engine: str
+    sqlglot: str
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits of one query: seconds, row cap, the restricted role to take (PostgreSQL), and the timeout to
+    name in messages (the query's full budget, when part of it went on checking the query)."""
+
+    timeout: float
+    max_rows: int
+    role: str | None = None
+    timeout_label: float | None = None
+
+    @property
+    def label(self) -> float:
+        return self.timeout if self.timeout_label is None else self.timeout_label
+
+
+@dataclass
+class BuildContext:
+    """Where and for whom a database is built from setup scripts (given by the engine factory)."""
+
+    folder: Path  # for files: shared by the run's processes, so a file is built once (under a lock)
+    digest: str  # hash of the dialect and the scripts' bytes: names the built database
+    run_id: str
+    worker: str
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    #: call with a function that drops what was built (at the end of the run, also on SIGTERM/SIGINT)
+    on_cleanup: Callable[[Callable[[], None]], None] = lambda _cleanup: None
+
+
+class Backend:
+    """One database engine. The defaults serve any SQLAlchemy URL; a subclass overrides what differs."""
+
+    #: Short name: the first element of this backend's sandbox targets, and its name in messages.
+    name: str = "generic"
+    #: The engine's SQLAlchemy dialect name and sqlglot dialect (None: taken from the engine).
+    dialect: Dialect | None = None
+    #: Driver modules its queries import (the query process's zygote loads them when this backend first runs).
+    drivers: tuple[str, ...] = ()
+
+    # -- which URLs -------------------------------------------------------
+    def owns(self, url: URL) -> bool:
+        """Does this backend serve ``url`` (a SQLAlchemy ``URL`` from ``make_url``)?"""
+        return self.dialect is not None and url.get_backend_name() == self.dialect.engine
+
+    def owns_engine(self, engine: Any) -> bool:
+        """Does this backend run queries on ``engine`` (one it did not open, e.g. a user's fixture)?"""
+        return self.dialect is not None and engine.dialect.name == self.dialect.engine
+
+    # -- opening ------------------------------------------------------------
+    def open(self, url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Engine:
+        """A read-only, hardened engine on ``url``; raises DatabaseError with a clear message."""
+        raise NotImplementedError(f"the {self.name} backend cannot open databases")
+
+    def harden(self, dbapi_connection: Any) -> None:
+        """Make one new DB-API connection read-only and limited (the default: nothing beyond the guard)."""
+
+    def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str | None:
+        """Build a database from trusted setup scripts; return its URL (None: this backend cannot)."""
+        return None
+
+    # -- running ------------------------------------------------------------
+    def run(self, conn: Any, sql: str, limits: Limits) -> QueryResult:
+        """Run checked SQL on a DB-API connection: a watchdog cancels it if the driver can; always rolled back."""
+        cancel = getattr(conn, "cancel", None) or getattr(conn, "interrupt", None)
+        watchdog = threading.Timer(limits.timeout, cancel) if cancel else None
+        started = time.monotonic()
+        if watchdog:
+            watchdog.daemon = True
+            watchdog.start()
+        try:
+            cursor = conn.cursor()
+            cursor.execute(sql)
+            rows = [tuple(r) for r in cursor.fetchmany(limits.max_rows + 1)]
+            columns = tuple(d[0] for d in cursor.description or ())
+        except Exception as exc:  # noqa: BLE001 - DB-API drivers raise their own classes
+            raise self.classify(exc, conn=conn, sql=sql, limits=limits,
+                                elapsed=time.monotonic() - started) from None
+        finally:
+            if watchdog:
+                watchdog.cancel()
+            rollback(conn)
+        return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
+
+    def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
+                 elapsed: float = 0.0) -> QueryError:
+        """The QueryError kind of a driver error (the default: a timeout if the time ran out, else runtime)."""
+        if limits is not None and elapsed >= limits.timeout:
+            return QueryError("timeout", timeout_message(limits.label))
+        return QueryError("runtime", first_line(exc))
+
+    def restricted_role(self, engine: Any) -> str | None:
+        """A role the query should take on ``engine`` (PostgreSQL's SELECT-only role of a built database)."""
+        return None
+
+    # -- schema -------------------------------------------------------------
+    def read_schema(self, engine: Engine) -> Schema:
+        """Tables (in :meth:`table_order`, else the inspector's), columns in order and foreign keys."""
+        from sqlalchemy import inspect
+
+        from ...schema import ForeignKey, Schema, Table
+
+        inspector = inspect(engine)
+        names = self.table_order(engine) or inspector.get_table_names()
+        tables: list[Table] = []
+        fks: list[ForeignKey] = []
+        for name in names:
+            columns = tuple(col["name"] for col in inspector.get_columns(name))
+            tables.append(Table(name, columns))
+            for fk in inspector.get_foreign_keys(name):
+                referred = fk.get("referred_table")
+                for col, ref in zip(fk.get("constrained_columns") or (), fk.get("referred_columns") or ()):
+                    if referred and col and ref:
+                        fks.append(ForeignKey(name, col, referred, ref))
+        return Schema(tables=tuple(tables), foreign_keys=tuple(fks))
+
+    def table_order(self, engine: Engine) -> list[str] | None:
+        """The engine's catalogue order of tables, when the inspector's (alphabetical) is not it."""
+        return None
+
+    # -- the query process ------------------------------------------------------
+    def target(self, engine: Any) -> Target | None:
+        """How the query process reopens an engine this backend did not open (None: run in this process)."""
+        return None
+
+    def open_target(self, target: Target, *, max_memory: int | None = None) -> Engine:
+        """Open ``target`` in the query process, hardened as :meth:`open` does, with the memory caps."""
+        raise ValueError(f"the {self.name} backend has no query-process targets")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+# --------------------------------------------------------------------------- shared by the backends
+def cap_rows(rows: list[tuple], max_rows: int) -> list[tuple]:
+    """``rows`` (at most ``max_rows + 1`` were fetched), or a ``row_limit`` error when there are too many."""
+    if len(rows) > max_rows:
+        raise QueryError("row_limit", f"returned more than {max_rows} rows (the row cap; raise it with --sqleval-max-rows)")
+    return rows
+
+
+def memory_message() -> str:
+    return "the query needed more memory than allowed (raise it with --sqleval-max-memory or the suite's `max_memory:`)"
+
+
+def timeout_message(timeout: float) -> str:
+    return f"interrupted after {timeout:g} s (raise it with --sqleval-timeout or the suite's `timeout:`)"
+
+
+def rollback(conn: Any) -> None:
+    try:
+        conn.rollback()
+    except Exception:  # noqa: BLE001 - a broken connection is discarded by the pool
+        pass
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,191 @@
+"""DuckDB: ``read_only=True`` with external access (files, network, extension installation and loading)
+disabled and the configuration locked; ``interrupt()`` at the timeout; setup scripts in one transaction,
+their single-row inserts merged (:mod:`.insert_merge`)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from ...errors import DatabaseError, QueryError
+from ...results import QueryResult
+from ...suite import hide_password
+from ..targets import register_target, registered_target
+from .base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    Backend,
+    BuildContext,
+    Dialect,
+    Limits,
+    Target,
+    cap_rows,
+    first_line,
+    memory_message,
+    timeout_message,
+)
+from .connect import require_module
+from .setup_scripts import build_file_once, run_setup_scripts
+
+DUCKDB_CONFIG = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "lock_configuration": True,
+}
+
+#: DuckDB threads for one untrusted query (its memory grows with threads).
+DUCKDB_THREADS = 2
+
+
+class DuckDBBackend(Backend):
+    name = "duckdb"
+    dialect = Dialect("duckdb", "duckdb")
+    drivers = ("duckdb", "duckdb_engine")
+
+    def open(self, url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
+        return duckdb_engine(url)
+
+    def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str:
+        path = context.folder / f"sqleval-{context.digest}.duckdb"
+        build_duckdb(path, scripts)
+        return f"duckdb:///{path}"
+
+    def run(self, conn: Any, sql: str, limits: Limits) -> QueryResult:
+        import duckdb
+
+        watchdog = threading.Timer(limits.timeout, conn.interrupt)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            cursor = conn.execute(sql)
+            rows = cursor.fetchmany(limits.max_rows + 1)
+            columns = tuple(d[0] for d in cursor.description or ())
+        except duckdb.Error as exc:
+            raise self.classify(exc, limits=limits) from None
+        finally:
+            watchdog.cancel()
+        return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
+
+    def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
+                 elapsed: float = 0.0) -> QueryError:
+        import duckdb
+
+        if isinstance(exc, duckdb.InterruptException):
+            return QueryError("timeout", timeout_message(limits.label if limits else elapsed))
+        message = first_line(exc)
+        if isinstance(exc, getattr(duckdb, "OutOfMemoryException", ())) or "out of memory" in message.lower():
+            return QueryError("memory", f"{memory_message()}: {message}")
+        if isinstance(exc, duckdb.PermissionException) or "read-only" in message.lower() \
+                or "disabled by configuration" in message.lower():
+            return QueryError("rejected", f"refused by the read-only connection: {message}")
+        compile_errors = tuple(
+            getattr(duckdb, name) for name in ("ParserException", "BinderException", "CatalogException", "SyntaxException")
+            if hasattr(duckdb, name)
+        )
+        return QueryError("syntax" if isinstance(exc, compile_errors) else "runtime", message)
+
+    def read_schema(self, engine):
+        """DuckDB's own catalogue (duckdb-engine's inspection queries pg_catalog tables DuckDB lacks)."""
+        from ...schema import ForeignKey, Schema, Table
+
+        with engine.connect() as conn:
+            names = [r[0] for r in conn.exec_driver_sql(
+                "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_oid")]
+            columns: dict[str, list[str]] = {name: [] for name in names}
+            for table, column in conn.exec_driver_sql(
+                    "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main' "
+                    "ORDER BY table_oid, column_index"):
+                columns.setdefault(table, []).append(column)
+            fks: list[ForeignKey] = []
+            for table, cols, ref_table, ref_cols in conn.exec_driver_sql(
+                    "SELECT table_name, constraint_column_names, referenced_table, referenced_column_names "
+                    "FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' AND schema_name = 'main'"):
+                fks.extend(ForeignKey(table, c, ref_table, r) for c, r in zip(cols, ref_cols))
+        return Schema(tables=tuple(Table(n, tuple(columns[n])) for n in names), foreign_keys=tuple(fks))
+
+    def target(self, engine: Any) -> Target | None:
+        registered = registered_target(engine)
+        if registered is not None:
+            return registered
+        url = engine.url
+        if url.database and url.database != ":memory:":
+            return ("duckdb", url.render_as_string(hide_password=False))
+        return None
+
+    def open_target(self, target: Target, *, max_memory: int | None = None):
+        return duckdb_engine(target[1], **duckdb_limits(max_memory))
+
+
+def duckdb_limits(max_memory: int | None) -> dict[str, Any]:
+    """DuckDB's own caps in the query process: its buffer manager gets half of the process's cap, no spilling
+    to disk."""
+    if not max_memory:
+        return {}
+    return {"extra_config": {
+        "memory_limit": f"{max(64, max_memory // 2 // 2**20)}MiB",
+        "threads": DUCKDB_THREADS,
+        "max_temp_directory_size": "0KiB",
+    }}
+
+
+def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None):
+    """A read-only DuckDB engine; ``extra_config`` adds settings (the query process's memory and thread caps)."""
+    from sqlalchemy import create_engine
+
+    require_module("duckdb_engine", "duckdb")
+    try:
+        config = {**(extra_config or {}), **DUCKDB_CONFIG}  # lock_configuration last: after the caps
+        engine = create_engine(url, connect_args={"read_only": True, "config": config})
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1").fetchall()
+    except DatabaseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - driver errors vary; report them plainly
+        raise DatabaseError(f"cannot open DuckDB database {hide_password(url)}: {first_line(exc)}") from None
+    return register_target(engine, ("duckdb", url))
+
+
+def build_duckdb(path: Path, scripts: tuple[Path, ...]) -> None:
+    """Build ``path`` from the scripts: each in one transaction with its single-row inserts merged; on any
+    failure, as written in one transaction, then statement by statement (the engine's own message)."""
+    require_module("duckdb", "duckdb")
+
+    def build(partial: Path) -> None:
+        merged: list[bool] = []  # did merging change any script? (if not, the second attempt is the first again)
+        for one_transaction, merge in ((True, True), (True, False), (False, False)):
+            if merge is False and one_transaction and not any(merged):
+                continue
+            try:
+                _run_duckdb_build(partial, scripts, one_transaction=one_transaction, merged=merged if merge else None)
+                return
+            except DatabaseError:
+                partial.unlink(missing_ok=True)
+                partial.with_name(partial.name + ".wal").unlink(missing_ok=True)
+                if not one_transaction:
+                    raise
+
+    build_file_once(path, build)
+
+
+def _run_duckdb_build(partial: Path, scripts: tuple[Path, ...], *, one_transaction: bool,
+                      merged: list[bool] | None) -> None:
+    """Run the scripts into ``partial``; with ``merged`` (a list), merge their inserts and note whether that
+    changed each script."""
+    import duckdb
+
+    from .insert_merge import merge_single_row_inserts
+
+    conn = duckdb.connect(str(partial))
+    try:
+        def execute(text: str) -> None:
+            if merged is not None:
+                merged_text = merge_single_row_inserts(text, "duckdb")
+                merged.append(merged_text is not text)
+                text = merged_text
+            conn.execute(f"BEGIN TRANSACTION;\n{text}\n;\nCOMMIT;" if one_transaction else text)
+
+        run_setup_scripts(scripts, execute, duckdb.Error, "DuckDB")
+        conn.execute("CHECKPOINT")
+    finally:
+        conn.close()

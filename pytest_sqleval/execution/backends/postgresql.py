@@ -1,0 +1,315 @@
+"""PostgreSQL: a read-only session, each query in a read-only transaction that is always rolled back, under
+``statement_timeout`` and ``work_mem``; setup scripts build a fresh database on the server.
+
+A built database is named ``sqleval_<hash>_<run>_<worker>`` (unique per run, dropped at the end of the
+run, also on SIGTERM/SIGINT; ``python -m pytest_sqleval.cleanup URL`` drops leftovers) and gets a NOLOGIN
+role (``sqleval_ro_...``) with only USAGE on its schemas and SELECT on its tables, which the query runner
+takes with ``SET LOCAL ROLE`` (:func:`restricted_role_for`). Every connection has a connect timeout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ...errors import DatabaseError, QueryError
+from ...results import QueryResult
+from ...secrets import register_url_secrets
+from ...suite import hide_password
+from ..targets import register_target, registered_target
+from .base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    Backend,
+    BuildContext,
+    Dialect,
+    Limits,
+    Target,
+    cap_rows,
+    first_line,
+    memory_message,
+    rollback,
+    timeout_message,
+)
+from .connect import connect_failure, probe, require_module
+from .setup_scripts import run_setup_scripts
+
+#: PostgreSQL's limit on identifiers (bytes).
+PG_MAX_IDENTIFIER = 63
+
+#: Prefix of every database the plugin builds on a server (``cleanup`` drops leftovers by it).
+BUILT_DATABASE_PREFIX = "sqleval_"
+RESTRICTED_ROLE_PREFIX = "sqleval_ro_"
+
+#: PostgreSQL memory per sort/hash operation of an untrusted query (the server's side of the memory cap).
+POSTGRES_WORK_MEM = "64MB"
+
+#: Restricted role of each built PostgreSQL database, keyed by the database URL (rendered with its password).
+_restricted_roles: dict[str, str] = {}
+
+
+class PostgreSQLBackend(Backend):
+    name = "postgresql"
+    dialect = Dialect("postgresql", "postgres")
+    drivers = ("psycopg",)
+
+    def owns(self, url) -> bool:
+        return url.get_backend_name() in ("postgresql", "postgres")
+
+    def open(self, url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
+        return postgres_engine(url, connect_timeout=connect_timeout)
+
+    def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str:
+        name = built_database_name(context.digest, context.run_id, context.worker)
+        role = RESTRICTED_ROLE_PREFIX + name[len(BUILT_DATABASE_PREFIX):]
+        timeout = context.connect_timeout
+        return build_postgres(url, name, scripts, connect_timeout=timeout, role=role, on_created=lambda: (
+            context.on_cleanup(lambda: drop_postgres_database(url, name, role=role, connect_timeout=timeout))))
+
+    def run(self, conn: Any, sql: str, limits: Limits) -> QueryResult:
+        """A read-only transaction, always rolled back; a server-side cursor fetches at most cap + 1 rows.
+
+        ``limits.role``: the plugin's SELECT-only role of a database it built, taken with SET LOCAL ROLE.
+        """
+        import psycopg
+        from psycopg import sql as pgsql
+
+        autocommit = conn.autocommit
+        if autocommit:
+            conn.autocommit = False
+        try:
+            conn.execute("SET TRANSACTION READ ONLY")
+            conn.execute(f"SET LOCAL statement_timeout = {max(1, int(limits.timeout * 1000))}")
+            conn.execute(f"SET LOCAL work_mem = '{POSTGRES_WORK_MEM}'")
+            # The guard lexes strings the way PostgreSQL does only with standard strings (the default since 9.1).
+            conn.execute("SET LOCAL standard_conforming_strings = on")
+            if limits.role:
+                conn.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(limits.role)))
+            with conn.cursor(name="sqleval_query") as cursor:
+                cursor.execute(sql)
+                rows = cursor.fetchmany(limits.max_rows + 1)
+                columns = tuple(d.name for d in cursor.description or ())
+        except psycopg.Error as exc:
+            raise self.classify(exc, limits=limits) from None
+        finally:
+            rollback(conn)
+            if autocommit:
+                conn.autocommit = True
+        return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
+
+    def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
+                 elapsed: float = 0.0) -> QueryError:
+        state = getattr(exc, "sqlstate", None) or ""
+        message = first_line(exc)
+        if state == "57014":
+            return QueryError("timeout", timeout_message(limits.label if limits else elapsed))
+        if state in ("53200", "53400"):  # out of memory; temp_file_limit or another configured limit
+            return QueryError("memory", f"{memory_message()}: {message}")
+        if state in ("25006", "42501"):
+            return QueryError("rejected", f"refused by the read-only connection: {message}")
+        if state.startswith("42") or state == "0A000":
+            return QueryError("syntax", message)
+        return QueryError("runtime", message)
+
+    def restricted_role(self, engine: Any) -> str | None:
+        try:
+            return restricted_role_for(engine)
+        except Exception:  # noqa: BLE001 - no role known: the read-only transaction still applies
+            return None
+
+    def target(self, engine: Any) -> Target | None:
+        return registered_target(engine) or ("postgresql", engine.url.render_as_string(hide_password=False))
+
+    def open_target(self, target: Target, *, max_memory: int | None = None):
+        return postgres_engine(target[1])
+
+
+def postgres_engine(url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
+    from sqlalchemy import create_engine, event
+
+    require_module("psycopg", "postgresql")
+    register_url_secrets(url)
+    try:
+        url = psycopg_url(url)
+        engine = create_engine(url, pool_pre_ping=True,
+                               connect_args={"connect_timeout": libpq_timeout(connect_timeout)})
+    except Exception as exc:  # noqa: BLE001
+        raise DatabaseError(f"bad PostgreSQL URL {hide_password(url)}: {first_line(exc)}") from None
+
+    @event.listens_for(engine, "connect")
+    def _read_only_session(dbapi_conn, _record):  # pragma: no cover - exercised with a live server
+        autocommit = dbapi_conn.autocommit
+        dbapi_conn.autocommit = True
+        dbapi_conn.execute("SET default_transaction_read_only = on")
+        dbapi_conn.autocommit = autocommit
+
+    probe(engine, url, "PostgreSQL", connect_timeout)
+    return register_target(engine, ("postgresql", url))
+
+
+def psycopg_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` URLs use psycopg 3 (the ``postgres`` extra)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.drivername in ("postgres", "postgresql"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def libpq_timeout(seconds: float) -> int:
+    """libpq's ``connect_timeout`` is whole seconds (and at least 2: libpq waits 2 s for anything smaller)."""
+    import math
+
+    return max(2, math.ceil(seconds))
+
+
+def admin_connect(url: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
+    """A psycopg connection in autocommit mode from a SQLAlchemy URL."""
+    import time
+
+    from sqlalchemy.engine import make_url
+
+    require_module("psycopg", "postgresql")
+    import psycopg
+
+    register_url_secrets(url)
+    try:
+        parsed = make_url(url)
+        conninfo = libpq_conninfo(parsed)
+    except Exception as exc:  # noqa: BLE001 - a bad port, a bad query string: never echo the URL raw
+        raise DatabaseError(f"bad PostgreSQL URL {hide_password(url)}: {type(exc).__name__}: {first_line(exc)}") from None
+    started = time.monotonic()
+    try:
+        return psycopg.connect(conninfo, autocommit=True, connect_timeout=libpq_timeout(connect_timeout))
+    except psycopg.Error as exc:
+        raise DatabaseError(connect_failure("PostgreSQL", url, exc, time.monotonic() - started, connect_timeout,
+                                            extra=(parsed.password,))) from None
+
+
+def libpq_conninfo(parsed) -> str:
+    """A libpq connection string from a SQLAlchemy URL (host, port, user, password, database, query)."""
+    from psycopg.conninfo import make_conninfo
+
+    params: dict[str, Any] = {}
+    for key, value in (("host", parsed.host), ("port", parsed.port), ("user", parsed.username),
+                       ("password", parsed.password), ("dbname", parsed.database)):
+        if value is not None:
+            params[key] = value
+    for key, value in parsed.query.items():
+        params[key] = value if isinstance(value, str) else value[-1]
+    return make_conninfo("", **params)
+
+
+def built_database_name(digest: str, run_id: str, worker: str) -> str:
+    """``sqleval_<hash>_<run>_<worker>``: unique per run and per process, within PostgreSQL's 63 bytes."""
+    name = f"{BUILT_DATABASE_PREFIX}{digest[:12]}_{_safe(run_id)}_{_safe(worker)}"
+    return name[:PG_MAX_IDENTIFIER - len(RESTRICTED_ROLE_PREFIX) + len(BUILT_DATABASE_PREFIX)]
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text.lower())
+
+
+def build_postgres(url: str, name: str, scripts: tuple[Path, ...], *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+                   role: str | None = None, on_created: Callable[[], Any] | None = None) -> str:
+    """Create database ``name`` on the server of ``url`` and run the setup scripts in it; returns its URL.
+
+    With ``role``, also create that NOLOGIN role with only USAGE on the built
+    schemas and SELECT on the built tables (see :func:`restricted_role_for`);
+    a server that refuses (no CREATEROLE right) just gets no restricted role.
+    ``on_created`` runs as soon as the database exists (to register its cleanup
+    before the setup scripts run).
+    """
+    import psycopg
+    from psycopg import sql as pgsql
+    from sqlalchemy.engine import make_url
+
+    with admin_connect(url, connect_timeout) as admin:
+        try:
+            admin.execute(pgsql.SQL("DROP DATABASE IF EXISTS {}").format(pgsql.Identifier(name)))
+            admin.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+        except psycopg.Error as exc:
+            raise DatabaseError(f"cannot create database {name} on {hide_password(url)}: {first_line(exc)}; "
+                                "the user needs the CREATEDB right to build setup-script databases") from None
+        if on_created is not None:
+            on_created()
+    target = make_url(psycopg_url(url)).set(database=name).render_as_string(hide_password=False)
+    with admin_connect(target, connect_timeout) as conn:
+        run_setup_scripts(scripts, conn.execute, psycopg.Error, "PostgreSQL")
+        if role is not None and _create_restricted_role(conn, role, name):
+            _restricted_roles[_role_key(target)] = role
+    return target
+
+
+def _create_restricted_role(conn, role: str, database: str) -> bool:
+    """A NOLOGIN role that may only read the built tables; False when the server does not let us create it."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    ident = pgsql.Identifier(role)
+    try:
+        with conn.transaction():
+            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(ident))
+            conn.execute(pgsql.SQL("CREATE ROLE {} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
+                                   "NOREPLICATION NOBYPASSRLS").format(ident))
+            conn.execute(pgsql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(pgsql.Identifier(database)))
+            schemas = [row[0] for row in conn.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema'")]
+            for schema in schemas:
+                conn.execute(pgsql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(pgsql.Identifier(schema)))
+                conn.execute(pgsql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(pgsql.Identifier(schema), ident))
+                conn.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(pgsql.Identifier(schema), ident))
+            conn.execute(pgsql.SQL("GRANT {} TO CURRENT_USER").format(ident))
+    except psycopg.Error:
+        return False
+    return True
+
+
+def _role_key(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(psycopg_url(url)).render_as_string(hide_password=False)
+
+
+def restricted_role_for(engine_or_url: Any) -> str | None:
+    """The NOLOGIN, SELECT-only role of a PostgreSQL database this process built from setup scripts, else None.
+
+    Keyed by the database URL (stable across engines and processes that open the
+    same URL): pass the engine or its URL. The query runner can run a prediction
+    under it with ``SET LOCAL ROLE <role>`` inside its read-only transaction; the
+    role can read the built tables and nothing else (no other table, no
+    ``pg_read_file``), and is dropped with the database at the end of the run.
+    """
+    if engine_or_url is None:
+        return None
+    url = getattr(engine_or_url, "url", engine_or_url)
+    if not isinstance(url, str):
+        try:
+            url = url.render_as_string(hide_password=False)
+        except AttributeError:
+            return None
+    try:
+        return _restricted_roles.get(_role_key(url))
+    except Exception:  # noqa: BLE001 - not a URL
+        return None
+
+
+def drop_postgres_database(url: str, name: str, *, role: str | None = None,
+                           connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+    """Drop a built database (closing its sessions) and its restricted role; errors are DatabaseError."""
+    import psycopg
+    from psycopg import sql as pgsql
+    from sqlalchemy.engine import make_url
+
+    with admin_connect(url, connect_timeout) as admin:
+        try:
+            admin.execute(pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name)))
+            if role is not None:
+                admin.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
+        except psycopg.Error as exc:
+            raise DatabaseError(f"cannot drop database {name} on {hide_password(url)}: {first_line(exc)}") from None
+    try:
+        target = make_url(psycopg_url(url)).set(database=name).render_as_string(hide_password=False)
+        _restricted_roles.pop(_role_key(target), None)
+    except Exception:  # noqa: BLE001
+        pass

@@ -1,0 +1,81 @@
+"""Running trusted setup scripts, and building database files once per run (a lock, an atomic rename)."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ...errors import DatabaseError
+from .base import first_line
+
+
+def run_setup_scripts(scripts: tuple[Path, ...], execute: Callable[[str], Any], errors, engine_name: str) -> None:
+    """Run each (trusted) setup script whole; a failure names the script and the engine."""
+    for script in scripts:
+        text = read_script(script)
+        try:
+            execute(text)
+        except errors as exc:
+            raise DatabaseError(f"setup script {script} failed on {engine_name}: {first_line(exc)}") from None
+        except RecursionError:
+            raise DatabaseError(f"setup script {script} failed on {engine_name}: nested too deeply") from None
+
+
+def read_script(script: Path) -> str:
+    """The text of a setup script; DatabaseError naming it when it cannot be read."""
+    try:
+        return script.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DatabaseError(f"cannot read setup script {script}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DatabaseError(f"setup script {script} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def build_file_once(path: Path, build: Callable[[Path], None]) -> None:
+    """Build ``path`` with ``build(partial)`` unless it exists; processes sharing the folder (xdist workers)
+    build it once, under a file lock, and readers only ever see a complete file."""
+    if path.is_file():
+        return
+    with build_lock(path):
+        if path.is_file():  # another process built it while this one waited
+            return
+        with built_atomically(path, partial_path(path)) as partial:
+            build(partial)
+
+
+def partial_path(path: Path) -> Path:
+    """A build file private to this process (a shared build folder may hold another process's partial build)."""
+    return path.with_name(f"{path.stem}.{os.getpid()}.partial{path.suffix}")
+
+
+@contextmanager
+def build_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path``'s build (``fcntl.flock`` on ``<path>.lock``); no lock where fcntl is missing
+    (the atomic rename still keeps every reader on a complete file)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextmanager
+def built_atomically(path: Path, partial: Path) -> Iterator[Path]:
+    """Build into ``partial``; it becomes ``path`` only when the build succeeded."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial.unlink(missing_ok=True)
+    try:
+        yield partial
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, path)

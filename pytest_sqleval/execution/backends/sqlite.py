@@ -1,0 +1,253 @@
+"""SQLite: a read-only file with an authorizer, the progress-handler timeout, setup scripts in one transaction.
+
+The file is opened with the URI ``mode=ro`` (the OS refuses writes), ``PRAGMA query_only`` is on, an
+authorizer denies ATTACH, setting a PRAGMA, writes and extension/file functions, and string/blob length
+is capped. A query is interrupted by a progress handler at its timeout.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from ...errors import DatabaseError, QueryError
+from ...results import QueryResult
+from ...suite import hide_password
+from ..targets import register_target, registered_target
+from .base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    Backend,
+    BuildContext,
+    Dialect,
+    Limits,
+    Target,
+    cap_rows,
+    memory_message,
+    timeout_message,
+)
+from .setup_scripts import build_file_once, run_setup_scripts
+
+#: Longest string or blob a SQLite query may build (bytes).
+SQLITE_MAX_LENGTH = 10_000_000
+
+#: SQLite virtual-machine instructions between two timeout checks.
+SQLITE_PROGRESS_STEPS = 1000
+
+_SQLITE_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+
+#: Pragmas that take an argument yet only read (schema inspection uses them).
+_SQLITE_READ_PRAGMAS = frozenset({
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+})
+
+
+class SQLiteBackend(Backend):
+    name = "sqlite"
+    dialect = Dialect("sqlite", "sqlite")
+
+    def open(self, url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
+        return sqlite_engine(sqlite_file(url))
+
+    def harden(self, dbapi_connection: Any) -> None:
+        harden_sqlite(dbapi_connection)
+
+    def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str:
+        path = context.folder / f"sqleval-{context.digest}.sqlite"
+        build_sqlite(path, scripts)
+        return f"sqlite:///{path}"
+
+    def run(self, conn: Any, sql: str, limits: Limits) -> QueryResult:
+        deadline = time.monotonic() + limits.timeout
+        conn.set_progress_handler(lambda: time.monotonic() > deadline, SQLITE_PROGRESS_STEPS)
+        try:
+            cursor = conn.cursor()
+            try:
+                cursor.execute(sql)
+                rows = cursor.fetchmany(limits.max_rows + 1)
+            except sqlite3.Error as exc:
+                raise self.classify(exc, conn=conn, sql=sql, limits=limits) from None
+            except sqlite3.Warning as exc:  # "You can only execute one statement at a time."
+                raise QueryError("rejected", str(exc)) from None
+            columns = tuple(d[0] for d in cursor.description or ())
+            cursor.close()
+        finally:
+            conn.set_progress_handler(None, 0)
+        return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
+
+    def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
+                 elapsed: float = 0.0) -> QueryError:
+        message = str(exc)
+        lowered = message.lower()
+        if lowered == "interrupted":
+            return QueryError("timeout", timeout_message(limits.label if limits else elapsed))
+        if lowered == "out of memory" or isinstance(exc, MemoryError):
+            return QueryError("memory", memory_message())
+        if "not authorized" in lowered or "readonly" in lowered or "read-only" in lowered or "query_only" in lowered:
+            return QueryError("rejected", f"refused by the read-only connection: {message}")
+        if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in lowered:
+            return QueryError("rejected", message)
+        return QueryError("syntax" if conn is None or not _sqlite_compiles(conn, sql) else "runtime", message)
+
+    def table_order(self, engine) -> list[str]:
+        """Creation order, as Spider's own evaluator reads ``sqlite_master``."""
+        with engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            return [row[0] for row in rows]
+
+    def target(self, engine: Any) -> Target | None:
+        registered = registered_target(engine)
+        if registered is not None:
+            return registered
+        database = engine.url.database
+        if database and database != ":memory:" and not database.startswith("file:") and Path(database).is_file():
+            return ("sqlite", str(Path(database).resolve()))
+        return None
+
+    def open_target(self, target: Target, *, max_memory: int | None = None):
+        return sqlite_engine(Path(target[1]))
+
+
+def sqlite_file(url: str) -> Path:
+    """The file of a ``sqlite:///path`` URL; DatabaseError for an in-memory or otherwise fileless URL."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        database = make_url(url).database
+    except Exception:  # noqa: BLE001 - reported below as not a file
+        database = None
+    if not database or database == ":memory:":
+        raise DatabaseError(
+            f"{hide_password(url)} is not a SQLite file; use a path, or `url: \"sqlite://\"` with setup scripts"
+        )
+    return Path(database)
+
+
+def sqlite_engine(path: Path):
+    """A read-only engine on a SQLite file."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import StaticPool
+
+    if not path.is_file():
+        raise DatabaseError(f"SQLite database not found: {path}")
+    uri = sqlite_read_only_uri(path)
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        harden_sqlite(conn)
+        return conn
+
+    try:
+        conn = connect()
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        conn.close()
+    except sqlite3.Error as exc:
+        hint = ""
+        if "immutable=1" not in uri:
+            hint = (f"; its WAL/journal file holds changes not yet in the database and this directory is not "
+                    f"writable: checkpoint it first (sqlite3 {path.name} 'PRAGMA wal_checkpoint(TRUNCATE)')")
+        raise DatabaseError(f"cannot open SQLite database {path}: {exc}{hint}") from None
+    return register_target(create_engine("sqlite://", creator=connect, poolclass=StaticPool), ("sqlite", str(path.resolve())))
+
+
+def sqlite_read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` read-only without ever creating files beside it.
+
+    A database with no pending WAL or rollback journal (the normal state of a
+    closed database, WAL mode included) opens with ``immutable=1``: SQLite then
+    takes no locks and creates no ``-wal``/``-shm`` files, so it works in a
+    read-only checkout. A database whose non-empty ``-wal`` (or ``-journal``)
+    holds changes still to be applied opens with ``mode=ro`` alone, so those
+    changes are read (SQLite needs the ``-shm`` file, or a writable directory).
+    """
+    resolved = path.resolve()
+    pending = any(
+        _non_empty(resolved.with_name(resolved.name + suffix)) for suffix in ("-wal", "-journal")
+    )
+    return f"{resolved.as_uri()}?mode=ro" + ("" if pending else "&immutable=1")
+
+
+def _non_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def harden_sqlite(conn: sqlite3.Connection) -> None:
+    conn.text_factory = _decode_text
+    conn.execute("PRAGMA query_only = ON")
+    if hasattr(conn, "setlimit"):
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    conn.set_authorizer(_sqlite_authorizer)
+
+
+def _decode_text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+_SQLITE_DENIED_ACTIONS = frozenset(
+    getattr(sqlite3, name)
+    for name in (
+        "SQLITE_ATTACH", "SQLITE_DETACH", "SQLITE_INSERT", "SQLITE_UPDATE", "SQLITE_DELETE",
+        "SQLITE_CREATE_INDEX", "SQLITE_CREATE_TABLE", "SQLITE_CREATE_TEMP_INDEX", "SQLITE_CREATE_TEMP_TABLE",
+        "SQLITE_CREATE_TEMP_TRIGGER", "SQLITE_CREATE_TEMP_VIEW", "SQLITE_CREATE_TRIGGER", "SQLITE_CREATE_VIEW",
+        "SQLITE_CREATE_VTABLE", "SQLITE_DROP_INDEX", "SQLITE_DROP_TABLE", "SQLITE_DROP_TEMP_INDEX",
+        "SQLITE_DROP_TEMP_TABLE", "SQLITE_DROP_TEMP_TRIGGER", "SQLITE_DROP_TEMP_VIEW", "SQLITE_DROP_TRIGGER",
+        "SQLITE_DROP_VIEW", "SQLITE_DROP_VTABLE", "SQLITE_ALTER_TABLE", "SQLITE_REINDEX", "SQLITE_ANALYZE",
+    )
+    if hasattr(sqlite3, name)
+)
+
+
+def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _source: str | None) -> int:
+    if action in _SQLITE_DENIED_ACTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and (arg1 or "").lower() not in _SQLITE_READ_PRAGMAS:
+        return sqlite3.SQLITE_DENY  # `PRAGMA x = y` sets something; reading a pragma is fine
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def _sqlite_compiles(conn: sqlite3.Connection, sql: str) -> bool:
+    """Does SQLite compile the statement? (EXPLAIN compiles without running it.)"""
+    try:
+        conn.execute("EXPLAIN " + sql).fetchmany(1)
+        return True
+    except (sqlite3.Error, sqlite3.Warning):
+        return False
+
+
+def build_sqlite(path: Path, scripts: tuple[Path, ...]) -> None:
+    """Build ``path`` from the scripts, each in one transaction (no journal file, no fsync: the file is private
+    until the atomic rename). Processes sharing the folder (xdist workers) build it once, under a file lock."""
+    def build(partial: Path) -> None:
+        try:
+            _run_sqlite_build(partial, scripts, one_transaction=True)
+        except DatabaseError:
+            # The script manages its own transactions (BEGIN/COMMIT inside), or fails: run it as written,
+            # statement by statement, so it behaves (and fails, with its own message) exactly as it would.
+            partial.unlink(missing_ok=True)
+            _run_sqlite_build(partial, scripts, one_transaction=False)
+
+    build_file_once(path, build)
+
+
+def _run_sqlite_build(partial: Path, scripts: tuple[Path, ...], *, one_transaction: bool) -> None:
+    conn = sqlite3.connect(partial, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = MEMORY")
+        conn.execute("PRAGMA synchronous = OFF")
+
+        def execute(text: str) -> None:
+            conn.executescript(f"BEGIN;\n{text}\n;\nCOMMIT;" if one_transaction else text)
+
+        run_setup_scripts(scripts, execute, sqlite3.Error, "SQLite")
+        if conn.in_transaction:
+            conn.commit()
+    finally:
+        conn.close()

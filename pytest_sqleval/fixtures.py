@@ -1,0 +1,112 @@
+"""The plugin's fixtures: ``sqleval_engine_factory`` (also in ordinary tests), and per suite item
+``sqleval_case``, ``sqleval_engine`` (override it in ``conftest.py`` to evaluate elsewhere) and ``sqleval_gold``.
+
+Always available, active or not; heavy imports happen inside the fixtures.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .state import STATE_KEY, sqleval_state
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .execution.engines import EngineFactory
+    from .suite import DatabaseSpec
+
+
+@pytest.fixture(scope="session")
+def sqleval_engine_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Call with a path, a SQLAlchemy URL or a DatabaseSpec (and optional ``setup=`` scripts) to get a read-only
+    engine."""
+    from .execution.engines import EngineFactory
+
+    state = request.config.stash.get(STATE_KEY, None)
+    if state is not None:
+        factory = state.engines
+        owned = False
+    else:
+        factory = EngineFactory(build_dir=tmp_path_factory.mktemp("sqleval-databases"))
+        owned = True
+    yield EngineFactoryFixture(factory)
+    if owned:
+        factory.close()
+
+
+class EngineFactoryFixture:
+    """``sqleval_engine_factory("shop.sqlite")``, ``sqleval_engine_factory("sqlite://", setup=["schema.sql"])``."""
+
+    def __init__(self, factory: EngineFactory) -> None:
+        self.factory = factory
+
+    def __call__(self, database: str | os.PathLike | DatabaseSpec, *, setup: list[str | os.PathLike] | None = None):
+        return self.factory.engine(_spec(database, setup))
+
+    def engine(self, spec: DatabaseSpec):
+        return self.factory.engine(spec)
+
+
+def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
+    from .suite import DatabaseSpec
+
+    if isinstance(database, DatabaseSpec):
+        return database
+    text = os.fspath(database)
+    scripts = tuple(Path(s).resolve() for s in setup or ())
+    if "://" in text:
+        from .secrets import expand_env
+
+        def missing(name: str) -> Exception:
+            return pytest.UsageError(f"the database URL {text!r} uses ${{{name}}}, which is not set; "
+                                     f"set it or write ${{{name}:-default}}")
+
+        url = expand_env(text, lambda name: os.environ.get(name), missing)  # values URL-encoded, never shown
+        return DatabaseSpec(url=url, setup=scripts, source=text)
+    path = Path(text).resolve()
+    scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
+    return DatabaseSpec(url=f"{scheme}:///{path}", setup=scripts, source=text)
+
+
+@pytest.fixture
+def sqleval_case(request: pytest.FixtureRequest):
+    """The case (or interaction turn) of the current suite item."""
+    case = getattr(request.node, "case", None)
+    if case is None:
+        raise pytest.UsageError("the sqleval_case fixture is only available inside sqleval suite items")
+    return case
+
+
+@pytest.fixture
+def sqleval_engine(request: pytest.FixtureRequest, sqleval_engine_factory):
+    """The engine of the current case's (first) database; override it in conftest.py to evaluate elsewhere.
+
+    In a plain test: the database of ``@pytest.mark.sqleval_database(...)`` or the ini ``sqleval_database``.
+    """
+    case = getattr(request.node, "case", None)
+    if case is None:
+        from .assert_plugin import plain_test_engine
+
+        return plain_test_engine(request, sqleval_engine_factory)
+    if case.database is None:
+        return None
+    return sqleval_engine_factory.engine(case.database)
+
+
+@pytest.fixture
+def sqleval_gold(request: pytest.FixtureRequest, sqleval_case, sqleval_engine):
+    """The gold side of the current case (results, schema, difficulty); a broken gold is an error here."""
+    state = sqleval_state(request.config)
+    suite = request.node.suite
+    prepared = state.evaluator.prepare(
+        sqleval_case, suite, state.case_engines(sqleval_case, sqleval_engine), timeout=state.timeout_for(suite),
+        max_rows=state.max_rows_for(suite), max_memory=state.max_memory_for(suite),
+    )
+    if state.settings.check_gold and getattr(sqleval_case, "expected", None) is not None:
+        from dataclasses import replace  # `expected:` rows are no gold query: nothing for the gold checks to run
+
+        prepared = replace(prepared, gold=())
+    return prepared

@@ -1,0 +1,90 @@
+"""The hooks pytest-sqleval adds to pytest (registered with ``pytest_addhooks``).
+
+Implement any of them in a ``conftest.py`` or a plugin, as you would a pytest hook; a hook
+implementation may take any subset of the arguments, by name. The plugin's own behaviour is the
+first implementation of each: the built-in metrics, profiles and engine backends are registered by
+``pytest_sqleval.builtins``, the built-in scoring fills the record before your
+``pytest_sqleval_score_case`` runs, and the built-in terminal table of a suite is written before your
+``pytest_sqleval_terminal_section`` lines.
+
+Every hook runs in each process that evaluates cases (each xdist worker) or, for the reporting hooks,
+in the process that reports (the xdist controller), so keep implementations free of shared state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover - names for the signatures only
+    from .registry import MetricRegistry
+
+
+@pytest.hookspec(historic=True)
+def pytest_sqleval_register_metrics(registry: MetricRegistry, config: pytest.Config) -> None:
+    """Register metrics: ``registry.register(name, kind=..., ...)``.
+
+    A registered metric is read from each case's record (``case_key``, by default its name), aggregated per
+    suite by its ``kind`` (``rate``: share of true values; ``mean``: mean of scores; ``count``: number of
+    true values), shown in the terminal table and the JSON report, usable in ``pass_if`` and gated by
+    ``--sqleval-threshold NAME=VALUE`` / a suite's ``thresholds:`` in the metric's ``direction``.
+    Put the per-case value in the record with :func:`pytest_sqleval_score_case`.
+    """
+
+
+@pytest.hookspec(historic=True)
+def pytest_sqleval_execution_profiles(profiles: dict[str, Any], config: pytest.Config) -> None:
+    """Add or change named execution profiles: ``profiles["mine"] = ComparisonOptions(...)``.
+
+    ``profiles`` maps a profile name (what a suite writes in ``execution:``) to a
+    :class:`~pytest_sqleval.comparison.ComparisonOptions`; the built-in profiles are in it already.
+    """
+
+
+@pytest.hookspec(historic=True)
+def pytest_sqleval_engine_backends(backends: Any, config: pytest.Config) -> None:
+    """Register engine backends: ``backends.register(backend)``.
+
+    A backend (see :class:`~pytest_sqleval.execution.backends.base.Backend`) says which database URLs it
+    serves (``owns(url)``, a SQLAlchemy ``URL``) and how to open, harden, build and query them, classify their
+    errors, read their schema and name their dialect; subclass it and override what differs. ``backends`` is a
+    :class:`~pytest_sqleval.execution.backends.BackendRegistry` holding the built-ins already. A backend
+    registered later is asked first, so a plugin's backend can serve its own URL scheme or replace a built-in
+    one. The killable query process imports only the built-in backends: a backend of yours runs its queries in
+    the pytest process unless its ``target(engine)`` names a built-in backend's target.
+    """
+
+
+def pytest_sqleval_score_case(case: Any, suite: Any, prediction: str | None, record: dict[str, Any],
+                              context: Any, config: pytest.Config) -> None:
+    """Score one case: add fields to its ``record`` (a :class:`~pytest_sqleval.record.CaseRecord` dict).
+
+    Called for every case after the built-in scoring has filled the record (``valid``, ``execution_match``,
+    ``soft_f1``, ``exact_match``, ...) and before the suite's ``pass_if`` is evaluated, so a rule may use what
+    you add. ``context`` (:class:`~pytest_sqleval.record.ScoreContext`) holds the engines, the gold results and
+    the prediction's result (``context.prediction_result``, None when it did not run). ``prediction`` is None
+    when the case has none. An exception here is that case's ``error``, never the run's.
+    """
+
+
+def pytest_sqleval_case_result(record: dict[str, Any], item: pytest.Item, config: pytest.Config) -> None:
+    """A case's final record, with its ``outcome`` (passed/missed/failed/error); for streaming reporters.
+
+    Called in the process that ran the case (an xdist worker); treat the record as read-only.
+    """
+
+
+def pytest_sqleval_terminal_section(terminalreporter: Any, summary: Any, records: list[dict[str, Any]],
+                                    config: pytest.Config) -> None:
+    """Write a suite's part of the ``sqleval`` terminal summary.
+
+    ``summary`` is the suite's :class:`~pytest_sqleval.summary.SuiteSummary` (``name``, ``path``,
+    ``aggregates``, ``verdicts``, ``passed``); ``records`` its cases' records. The built-in table is written
+    first; write your own lines with ``terminalreporter.write_line(...)``.
+    """
+
+
+def pytest_sqleval_update_json(config: pytest.Config, report: dict[str, Any]) -> None:
+    """Change the ``sqleval-report/1`` report dict in place before it is written (``--sqleval-json``) and
+    rendered (Markdown, HTML); it holds ``run``, ``suites``, ``cases``, ``overall`` and the gates."""

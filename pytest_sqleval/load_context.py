@@ -1,0 +1,43 @@
+"""The suite file being loaded: what every part of the loader needs to report a problem or find a file.
+
+Errors name the file and line and say the fix (:class:`~pytest_sqleval.errors.SuiteError`); paths in a suite
+are relative to the suite file; an unknown key is named with the closest allowed one. The suite-level
+``policy:`` and ``pass_if`` ride along because each case inherits or checks against them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import SuiteError
+from .yaml_lines import LineMapping
+
+
+class LoadContext:
+    """The file being loaded, for error messages and relative paths."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.directory = path.parent
+        self.policy: Any = None  # the suite's `policy:`, the default of every case
+        self.pass_if: Any = None  # the suite's rule, which some case forms cannot satisfy
+
+    def error(self, message: str, line: int | None, fix: str = "") -> SuiteError:
+        return SuiteError(message, path=self.path, line=line, fix=fix)
+
+    def resolve(self, relative: str) -> Path:
+        return (self.directory / os.path.expanduser(relative)).resolve()
+
+
+def check_keys(ctx: LoadContext, mapping: LineMapping, allowed: Iterable[str], what: str) -> None:
+    """Refuse a key not in ``allowed``, suggesting the closest allowed key (a typo is the usual cause)."""
+    allowed = tuple(allowed)
+    for key in mapping:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"did you mean `{close[0]}`? " if close else ""
+            raise ctx.error(f"unknown key {key!r} in {what}", mapping.key_lines.get(key, mapping.line),
+                            fix=f"{hint}allowed keys: {', '.join(allowed)}")

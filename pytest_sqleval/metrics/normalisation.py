@@ -1,0 +1,155 @@
+"""The one value normaliser shared by every result metric.
+
+Two cells are *equal* when their normalised values are equal under Python's
+``==`` inside a container (tuple, list, set, dict), which compares identity
+first. Normalisation:
+
+* **Numbers compare by value.** ``int`` and ``float`` of equal value are
+  already equal (``1 == 1.0``, same hash). A ``Decimal`` becomes an ``int``
+  when it is integral (``Decimal("2.00") -> 2``) and a ``float`` otherwise
+  (``Decimal("0.5") -> 0.5``), so every driver's numbers compare alike.
+* **NaN equals NaN.** Every NaN (float or Decimal) becomes the one object
+  :data:`NAN`; containers compare identity first, so ``(NAN,) == (NAN,)``.
+* **float_decimals.** ``None``: floats compare exactly (``0.1 + 0.2 != 0.3``).
+  An integer N: every finite float is rounded with ``round(value, N)``
+  first, so with N = 2 ``0.1 + 0.2`` and ``0.3`` both become ``0.3``.
+  ints are exact and never rounded.
+* **nulls.** ``"equal"``: ``None`` stays ``None`` and NULL equals NULL.
+  ``"distinct"``: each ``None`` becomes a new :class:`DistinctNull`, equal
+  only to itself, so a NULL never equals anything, not even another NULL.
+* **bool keeps Python semantics**: ``True == 1`` and ``False == 0``. SQLite
+  has no boolean type and returns 1/0 where other engines return booleans,
+  so this makes them agree.
+* **Containers become hashable**: a list or tuple (a PostgreSQL array)
+  becomes a tuple, a dict (JSON) a frozenset of (key, value) pairs, a set a
+  frozenset and a memoryview bytes, with their items normalised the same way.
+* **Nothing else is converted**: ``'1' != 1``, ``b'a' != 'a'``; dates,
+  times and other driver values compare with their own ``==``.
+
+Fast path: a column is only rebuilt when it holds a value that normalising
+would change (a float when rounding, a NaN or infinity, a Decimal, a container, a NULL
+under ``nulls="distinct"``); any other column is used as it is, and the
+check runs at C speed (:mod:`.column_kinds`: ``sum`` of a numeric column,
+``"".join`` of a text column, otherwise ``set(map(type, column))``).
+
+A report shows a normalised value through :func:`display_value`, which turns
+a :class:`DistinctNull` back into ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from decimal import Decimal
+from functools import partial
+from typing import Any, Literal, TypeAlias
+
+from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT, kind_and_total
+from pytest_sqleval.metrics.rows_and_columns import Column, Row
+
+Nulls: TypeAlias = Literal["equal", "distinct"]
+
+NAN: float = float("nan")
+"""The single object every NaN is normalised to (see the module docstring)."""
+
+_NoneType = type(None)
+_CONTAINERS = (list, tuple, dict, set, frozenset, memoryview)
+
+
+class DistinctNull:
+    """A NULL under ``nulls="distinct"``: equal to nothing but itself."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+def normalise_value(value: Any, *, float_decimals: int | None = None, nulls: Nulls = "equal") -> Any:
+    """One cell, normalised as the module docstring says."""
+    if isinstance(value, float):
+        return _normalise_float(value, float_decimals)
+    if isinstance(value, Decimal):
+        return _normalise_decimal(value, float_decimals)
+    if value is None and nulls == "distinct":
+        return DistinctNull()
+    if isinstance(value, _CONTAINERS):
+        return _normalise_container(value, float_decimals, nulls)
+    return value
+
+
+def _normalise_container(value: Any, float_decimals: int | None, nulls: Nulls) -> Any:
+    normalise = partial(normalise_value, float_decimals=float_decimals, nulls=nulls)
+    if isinstance(value, memoryview):
+        return value.tobytes()
+    if isinstance(value, dict):
+        return frozenset(zip(map(normalise, value), map(normalise, value.values())))
+    if isinstance(value, (set, frozenset)):
+        return frozenset(map(normalise, value))
+    return tuple(map(normalise, value))
+
+
+def _normalise_float(value: float, float_decimals: int | None) -> float:
+    if value != value:  # noqa: PLR0124 - the NaN test, at C speed
+        return NAN
+    if float_decimals is None or not math.isfinite(value):
+        return value
+    return round(value, float_decimals)
+
+
+def _normalise_decimal(value: Decimal, float_decimals: int | None) -> int | float:
+    if value.is_nan():
+        return NAN
+    if value.is_finite() and value == value.to_integral_value():
+        return int(value)
+    return _normalise_float(float(value), float_decimals)
+
+
+def column_needs_normalising(column: Sequence[Any], *, float_decimals: int | None = None, nulls: Nulls = "equal") -> bool:
+    """Whether :func:`normalise_value` could change any cell of ``column``."""
+    kind, total = kind_and_total(column)
+    return _needs_normalising(column, kind, total, float_decimals, nulls)
+
+
+def _needs_normalising(column: Sequence[Any], kind: str, total: Any, float_decimals: int | None, nulls: Nulls) -> bool:
+    if kind in (INTS, TEXT):
+        return False
+    if kind == FLOATS:  # a NaN or an infinity makes the total non-finite
+        return float_decimals is not None or not math.isfinite(total)
+    return _types_need_normalising(column, float_decimals, nulls)
+
+
+def _types_need_normalising(column: Sequence[Any], float_decimals: int | None, nulls: Nulls) -> bool:
+    types = set(map(type, column))
+    if Decimal in types or (nulls == "distinct" and _NoneType in types):
+        return True
+    if any(issubclass(kind, _CONTAINERS) for kind in types):
+        return True
+    if not any(issubclass(kind, float) for kind in types):
+        return False
+    return float_decimals is not None or any(isinstance(value, float) and not math.isfinite(value) for value in column)
+
+
+def normalise_column(column: Column, *, float_decimals: int | None = None, nulls: Nulls = "equal") -> Column:
+    """``column`` itself when no cell would change, else a normalised copy."""
+    return normalise_column_with_kind(column, float_decimals, nulls)[0]
+
+
+def normalise_column_with_kind(column: Column, float_decimals: int | None, nulls: Nulls) -> tuple[Column, str, Any]:
+    """The normalised column (``column`` itself when nothing changes), its kind and its total (see
+    :func:`~pytest_sqleval.metrics.column_kinds.kind_and_total`)."""
+    kind, total = kind_and_total(column)
+    if not _needs_normalising(column, kind, total, float_decimals, nulls):
+        return column, kind, total
+    normalised = list(map(partial(normalise_value, float_decimals=float_decimals, nulls=nulls), column))
+    return (normalised, *kind_and_total(normalised))
+
+
+def display_value(value: Any) -> Any:
+    """A normalised value as a report shows it: a distinct NULL is ``None`` again."""
+    return None if isinstance(value, DistinctNull) else value
+
+
+def display_row(row: Row) -> Row:
+    """A normalised row as a report shows it (see :func:`display_value`)."""
+    return tuple(map(display_value, row))

@@ -1,0 +1,191 @@
+"""A case's outcome: decided once (:func:`decide_outcome`), reported to pytest (test status, the report's
+record, short failure text) and, for a case that could not be scored, its ``error`` record.
+
+Outcomes: ``passed``; ``missed`` (a miss: reported as passed with the status ``missed``, it does not fail the
+run); ``failed`` (a miss under ``--sqleval-strict``, or a broken gold under ``--sqleval-check-gold``);
+``flagged`` (a suspicious gold under ``--sqleval-check-gold``); ``error`` (the gold, the database or the
+scoring failed, or the worker crashed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .state import STATE_KEY
+from .suite_files import is_suite_node_path
+
+if TYPE_CHECKING:  # pragma: no cover - registered in every run: the heavy modules load only when sqleval is enabled
+    from .suite import Case, Suite
+
+#: ``--sqleval-check-gold``: the gold's status decides the case's outcome.
+GOLD_CHECK_OUTCOMES = {"clean": "passed", "flagged": "flagged", "broken": "failed"}
+
+
+def decide_outcome(record: dict[str, Any], *, strict: bool, scored: bool = True) -> str:
+    """The one place a case's outcome is decided. ``scored=False``: the case could not be scored (``error``);
+    a gold check's record (``gold_status``): its status; otherwise ``pass_if`` (``passed_rule``) passes, and a
+    miss is ``failed`` under ``--sqleval-strict``, ``missed`` without."""
+    if not scored:
+        return "error"
+    if "gold_status" in record:
+        return GOLD_CHECK_OUTCOMES[record["gold_status"]]
+    if record["passed_rule"]:
+        return "passed"
+    return "failed" if strict else "missed"
+
+
+class GoldBroken(Exception):
+    """A gold that gave different results on two runs (``--sqleval-check-gold``)."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+        super().__init__("; ".join(f["message"] for f in record["gold_findings"] if f["severity"] == "broken"))
+
+
+class CaseErrored(Exception):
+    """A case whose scoring raised (a bug of ours, recursion, memory): recorded as an error, the run goes on."""
+
+    def __init__(self, record: dict[str, Any], error: BaseException) -> None:
+        self.record = record
+        self.error = error
+        super().__init__(internal_error_message(error))
+
+
+def internal_error_message(error: BaseException) -> str:
+    """A short, one-line account of an unexpected exception (no traceback, no case objects)."""
+    if isinstance(error, CaseErrored):
+        error = error.error
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(error, RecursionError):
+        text = "nested too deeply to score"
+    elif isinstance(error, MemoryError):
+        text = "ran out of memory while scoring"
+    text = text[:300]
+    detail = f"{type(error).__name__}{': ' + text if text else ''}"
+    return f"internal error while scoring ({detail}); run with --tb=long for the traceback"
+
+
+def wants_traceback(config: pytest.Config) -> bool:
+    """``--tb=long``/``native`` or ``-vv``: show an unexpected error's traceback instead of its one line."""
+    return config.getoption("tbstyle", "auto") in ("long", "native") or config.getoption("verbose", 0) >= 2
+
+
+class CaseMissed(Exception):
+    """Raised for a miss under ``--sqleval-strict``, so the miss becomes a failure."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        from .report.diff import miss_reason
+
+        self.record = record
+        super().__init__(miss_reason(record))
+
+
+def sqleval_record(report: pytest.TestReport) -> dict[str, Any] | None:
+    """The case record a report carries (an attribute of the report: it travels with it to the xdist
+    controller, and JUnit and other consumers see clean data rather than a repr in ``user_properties``)."""
+    return getattr(report, "sqleval_record", None)
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    if report.when == "call" and report.passed:
+        record = sqleval_record(report)
+        if record is not None and record.get("outcome") == "missed":
+            return "missed", "m", ("MISSED", {"yellow": True})
+        if record is not None and record.get("outcome") == "flagged":
+            return "flagged", "g", ("FLAGGED", {"yellow": True})
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if getattr(item, "case", None) is None:
+        return report
+    record = getattr(item, "sqleval_record", None)
+    if report.when == "call" and record is not None:
+        report.sqleval_record = record
+    elif report.failed and report.when != "teardown" and record is None:
+        report.sqleval_record = item.sqleval_record = _error_record(item, call, report)
+        if call.excinfo is not None and report.when != "call":
+            report.longrepr = _short_failure(item, call.excinfo)
+    return report
+
+
+def _short_failure(item, excinfo) -> Any:
+    """A broken gold or database is a plain message; an unexpected error a one-line account (the
+    traceback with ``--tb=long`` or ``-vv``)."""
+    error = excinfo.value
+    where = f"{item.suite.path}:{item.case.line}: case {item.case.id}"
+    if _is_suite_problem(error):
+        return f"{where}: {error}"
+    if wants_traceback(item.config):
+        return item._repr_failure_py(excinfo, style="long")
+    return f"{where}: {internal_error_message(error)}"
+
+
+def _is_suite_problem(error: BaseException) -> bool:
+    """A broken gold or database: shown as a plain message, never a traceback."""
+    from .errors import DatabaseError, GoldError, SuiteError
+
+    return isinstance(error, (DatabaseError, GoldError, SuiteError))
+
+
+def _error_record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> dict[str, Any]:
+    """A case that could not be scored: its gold failed, its database could not be opened, or setup raised."""
+    from .errors import DatabaseError, GoldError
+
+    error = call.excinfo.value if call.excinfo else None
+    kind = "gold" if isinstance(error, GoldError) else "database" if isinstance(error, DatabaseError) else "internal"
+    if kind == "internal" and error is not None:
+        message = internal_error_message(error)
+    else:
+        message = str(error) if error else report.longreprtext
+    return error_record(item.case, item.suite, item.prediction, item.config.stash.get(STATE_KEY, None), kind,
+                        _masked(message))
+
+
+def _masked(text: str) -> str:
+    """No credentials in a record, whatever raised (see pytest_sqleval.secrets)."""
+    from .secrets import mask_secrets
+
+    return mask_secrets(text)
+
+
+def crashed_case_record(state, rootpath: Path, nodeid: str, message: str) -> dict[str, Any] | None:
+    """The ``error`` record of a case whose xdist worker crashed while running it (None: not a suite item)."""
+    path, sep, name = nodeid.partition("::")
+    if not sep or not is_suite_node_path(path):
+        return None
+    suite = state.suite_at(str((rootpath / path).resolve()))
+    case = next((c for c in suite.cases if c.item_name == name), None)
+    if case is None:
+        return None
+    return error_record(case, suite, None, state, "worker_crashed",
+                        f"worker crashed: {message.strip().splitlines()[0][:300]}")
+
+
+def errored_record(item: pytest.Item, state, prepared, error: BaseException) -> dict[str, Any]:
+    """The record of a case whose scoring raised: outcome ``error``, kind ``internal``, a short message."""
+    return error_record(item.case, item.suite, item.prediction, state, "internal", internal_error_message(error),
+                        prepared=prepared)
+
+
+def error_record(case: Case, suite: Suite, prediction: str | None, state, kind: str, message: str, *,
+                 prepared=None) -> dict[str, Any]:
+    """The one shape of a case that could not be scored (outcome ``error``): a broken gold or database, an
+    exception while scoring, a crashed worker. ``state`` may be None (then no database label)."""
+    from .evaluate import Prepared, base_record
+
+    if prepared is None:
+        prepared = Prepared(gold=(), schema=None, dialect="", difficulty=case.difficulty, difficulty_source="suite")
+    database = state.database_label(case) if state is not None else None
+    record = base_record(case, suite, prediction, prepared, database=database)
+    record.update({
+        "valid": None, "execution_match": None, "soft_f1": None, "exact_match": None, "passed_rule": False,
+        "vacuous": False, "mismatch": None, "outcome": decide_outcome(record, strict=False, scored=False),
+        "error": {"kind": kind, "message": message},
+    })
+    return record

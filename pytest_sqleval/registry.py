@@ -1,0 +1,258 @@
+"""The metric registry: every metric the plugin reports, described once.
+
+A :class:`Metric` says where a case's value lives in the record (``case_key``), how the suite aggregate is
+made from the cases (``kind``: ``rate`` is the share of true values, ``mean`` the mean of scores, ``count``
+the number of true values), which cases count (``population``), which direction is better, its label and
+whether a threshold may name it. Everything that lists metrics reads this registry: ``pass_if``
+(:mod:`pytest_sqleval.passrule`), the thresholds (:mod:`pytest_sqleval.thresholds`), the aggregates
+(:mod:`pytest_sqleval.aggregate`), the baseline comparison, the terminal table and the JSON report. Adding
+a metric is one registration (:data:`BUILTIN_METRICS`, or a user's ``pytest_sqleval_register_metrics``).
+
+The registry in force is the one the plugin builds when pytest is configured (built-ins plus the
+hooks' metrics; :func:`use_registry`); pure functions take it as an argument and default to it, so the
+``sqleval`` command line and library callers get the built-ins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+Record = Mapping[str, Any]
+
+KINDS = ("rate", "mean", "count")
+DIRECTIONS = ("higher", "lower")
+#: Which cases a metric's denominator counts: every scored case, or only those whose prediction was run.
+POPULATIONS = ("scored", "executed")
+#: ``case``: one value per case, read from the record; ``interaction``: made over SParC interactions.
+SCOPES = ("case", "interaction")
+
+
+class MetricError(ValueError):
+    """A metric registered with a bad name or description, or a name registered twice."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: how to read it from a case's record and how to aggregate, show and gate it."""
+
+    name: str
+    kind: str = "rate"
+    case_key: str | None = None  # the record key; defaults to the name (None for interaction metrics)
+    direction: str = "higher"
+    label: str = ""  # the terminal table's row (default: the name)
+    title: str = ""  # the Markdown and HTML reports' label (default: the label)
+    description: str = ""
+    gateable: bool = True
+    population: str = "executed"
+    scope: str = "case"
+    #: The case's value from its record (default: ``record[case_key]``); None means the case does not count.
+    value: Callable[[Record], Any] | None = field(default=None, compare=False)
+    #: The metric is reported only when this holds for some executed record (default: always).
+    present_when: Callable[[Record], bool] | None = field(default=None, compare=False)
+    #: Usable by name in ``pass_if`` (a per-case rule reads ``record[case_key]``).
+    in_pass_if: bool = True
+    #: Included in the ``by_gold_sql`` averages (MRO 3.2); a count is then the sum of per-group rates.
+    per_gold: bool = True
+    #: Shown in the breakdown tables by difficulty and tag under this short header ("" = not shown).
+    breakdown_label: str = ""
+    #: Part of the suite aggregates and reports (False: a per-case field only pass_if reads, e.g. ``policy``).
+    reported: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "").isalnum() or not self.name[0].isalpha():
+            raise MetricError(f"metric name {self.name!r}: use letters, digits and underscores, starting with a letter")
+        for attr, allowed in (("kind", KINDS), ("direction", DIRECTIONS), ("population", POPULATIONS),
+                              ("scope", SCOPES)):
+            if getattr(self, attr) not in allowed:
+                raise MetricError(f"metric {self.name!r}: {attr} must be one of {', '.join(allowed)}, "
+                                  f"not {getattr(self, attr)!r}")
+        if self.case_key is None and self.scope == "case":
+            object.__setattr__(self, "case_key", self.name)
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+        if not self.title:
+            object.__setattr__(self, "title", self.label)
+
+    @property
+    def bound(self) -> str:
+        """The threshold's bound: ``min`` when higher is better, ``max`` when lower is."""
+        return "min" if self.direction == "higher" else "max"
+
+    @property
+    def pass_if_kind(self) -> str:
+        """``bool`` (a 0/1 verdict, written bare in a rule) or ``score`` (compared with a number)."""
+        return "score" if self.kind == "mean" else "bool"
+
+    @property
+    def interval(self) -> str | None:
+        """The 95% interval of the aggregate: ``wilson`` for a rate, ``bootstrap`` for a mean, none for a count."""
+        return {"rate": "wilson", "mean": "bootstrap"}.get(self.kind)
+
+    def case_value(self, record: Record) -> float | None:
+        """The case's contribution (None: it does not count)."""
+        if record.get("outcome") == "error" or self.scope != "case":
+            return None
+        if self.population == "executed" and record.get("valid") is None:
+            return None
+        raw = self.value(record) if self.value is not None else record.get(self.case_key or self.name)
+        if raw is None:
+            return None
+        if isinstance(raw, Mapping):  # e.g. a policy verdict {"passed": ...}
+            raw = raw.get("passed")
+        return None if raw is None else float(raw)
+
+    def as_json(self) -> dict[str, Any]:
+        """The description a report keeps, from which ``sqleval merge|gate`` aggregate the metric again."""
+        return {"kind": self.kind, "case_key": self.case_key, "direction": self.direction, "label": self.label,
+                "title": self.title, "gateable": self.gateable, "population": self.population, "scope": self.scope,
+                "per_gold": self.per_gold, "in_pass_if": self.in_pass_if}
+
+
+class MetricRegistry:
+    """Metrics by name, in registration order (the order of the terminal table)."""
+
+    def __init__(self, metrics: Sequence[Metric] = ()) -> None:
+        self._metrics: dict[str, Metric] = {}
+        for metric in metrics:
+            self.add(metric)
+
+    def register(self, name: str, **spec: Any) -> Metric:
+        """Register ``Metric(name, **spec)`` and return it (a :class:`MetricError` for a name already taken)."""
+        return self.add(Metric(name, **spec))
+
+    def add(self, metric: Metric) -> Metric:
+        if metric.name in self._metrics:
+            raise MetricError(f"metric {metric.name!r} is registered twice; pick another name")
+        self._metrics[metric.name] = metric
+        return metric
+
+    def __iter__(self) -> Iterator[Metric]:
+        return iter(self._metrics.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._metrics
+
+    def __getitem__(self, name: str) -> Metric:
+        return self._metrics[name]
+
+    def get(self, name: str) -> Metric | None:
+        return self._metrics.get(name)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._metrics)
+
+    def reported(self) -> list[Metric]:
+        return [m for m in self if m.reported]
+
+    def case_metrics(self) -> list[Metric]:
+        """Metrics aggregated from one value per case."""
+        return [m for m in self if m.reported and m.scope == "case"]
+
+    def gateable(self) -> dict[str, str]:
+        """What a threshold may name, with the direction of its bound (``min`` / ``max``)."""
+        return {m.name: m.bound for m in self if m.gateable and m.reported}
+
+    def pass_if_metrics(self) -> dict[str, str]:
+        """The names a ``pass_if`` rule may use (record keys), each ``bool`` or ``score``."""
+        names: dict[str, str] = {}
+        for m in self:
+            if m.in_pass_if and m.case_key and m.case_key not in names:
+                names[m.case_key] = m.pass_if_kind
+        return names
+
+    def case_keys(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m.case_key for m in self if m.case_key))
+
+    def copy(self) -> MetricRegistry:
+        return MetricRegistry(list(self))
+
+
+def _execution_accuracy(record: Record) -> Any:
+    return record.get("execution_match_first", record.get("execution_match"))
+
+
+def _error(record: Record) -> Any:
+    return record.get("valid") is False
+
+
+def _has_databases(record: Record) -> bool:
+    return "databases" in record
+
+
+def _policy(record: Record) -> Any:
+    policy = record.get("policy")
+    return policy["passed"] if policy else True
+
+
+#: The built-in metrics, in the order of the terminal table.
+BUILTIN_METRICS: tuple[Metric, ...] = (
+    Metric("valid_syntax", title="valid syntax", kind="rate", case_key="valid", breakdown_label="valid",
+           description="share of predictions that executed (LogicCat VES)"),
+    Metric("error_count", title="errors", kind="count", case_key="valid", direction="lower", value=_error, in_pass_if=False,
+           breakdown_label="errors", description="predictions that did not execute (MRO), with errors_by_kind"),
+    Metric("execution_accuracy", title="execution accuracy", kind="rate", case_key="execution_match", value=_execution_accuracy,
+           breakdown_label="EX", description="share of results equal under the suite's profile (first database)"),
+    Metric("test_suite_accuracy", title="test-suite accuracy", kind="rate", case_key="execution_match", present_when=_has_databases,
+           description="share of results equal on every database of the case"),
+    Metric("soft_f1", title="soft F1", kind="mean", breakdown_label="soft_f1", description="mean MRO Soft Execution F1"),
+    Metric("bird_soft_f1", title="BIRD soft F1", kind="mean", description="mean BIRD mini-dev Soft F1 (evaluation_f1.py)"),
+    Metric("r_ves", title="R-VES", kind="mean", description="mean sqrt(R-VES reward) (BIRD mini-dev evaluation_ves.py / 100)"),
+    Metric("exact_match", title="exact match", kind="rate", population="scored", breakdown_label="EM",
+           description="share of exact set matches (cases where it was computed)"),
+    Metric("question_match", title="question match", kind="rate", scope="interaction", description="SParC: share of turns that pass"),
+    Metric("interaction_match", title="interaction match", kind="rate", scope="interaction",
+           description="SParC: share of interactions whose every turn passes"),
+    Metric("interaction_execution_accuracy", title="interaction EX", kind="rate", scope="interaction",
+           description="share of interactions whose every turn's execution matches"),
+    Metric("pass_rate", title="pass rate", kind="rate", case_key="passed_rule", population="scored", in_pass_if=False,
+           description="share of cases whose pass_if held"),
+    Metric("vacuous", title="vacuous matches", kind="count", direction="lower", per_gold=False, in_pass_if=False,
+           description="matches where gold and prediction both returned no rows"),
+    Metric("policy", title="policy", kind="rate", population="scored", value=_policy, reported=False, gateable=False,
+           description="the case's SQL policy held (per case; pass_if only)"),
+)
+
+
+def builtin_registry() -> MetricRegistry:
+    return MetricRegistry(BUILTIN_METRICS)
+
+
+_active: MetricRegistry | None = None
+
+
+def active_registry() -> MetricRegistry:
+    """The registry in force: the configured session's, or the built-ins."""
+    return _active if _active is not None else _BUILTINS
+
+
+def use_registry(registry: MetricRegistry | None) -> None:
+    """Make ``registry`` the one in force (None: back to the built-ins); the plugin calls this at configure
+    and unconfigure."""
+    global _active
+    _active = registry
+
+
+_BUILTINS = builtin_registry()
+
+
+def definitions(registry: MetricRegistry | None = None) -> dict[str, dict[str, Any]]:
+    """The reported metrics beyond the built-ins, as a report records them (``metric_definitions``)."""
+    return {m.name: m.as_json() for m in (registry or active_registry()).reported() if m.name not in _BUILTINS}
+
+
+def adopt_definitions(recorded: Mapping[str, Any]) -> None:
+    """Make the metrics a report recorded (a user's, by name) part of the registry in force, so that a
+    command reading the report aggregates and gates them as the run did. Names already known are kept."""
+    if not isinstance(recorded, Mapping) or not recorded:
+        return
+    registry = active_registry().copy()
+    fields = ("kind", "case_key", "direction", "label", "title", "gateable", "population", "scope", "per_gold",
+              "in_pass_if")
+    for name, spec in recorded.items():
+        if name not in registry and isinstance(spec, Mapping):
+            try:
+                registry.register(name, **{k: spec[k] for k in fields if k in spec})
+            except (MetricError, TypeError):
+                continue  # a definition this version cannot read: its aggregates are left as recorded
+    use_registry(registry)

@@ -1,0 +1,114 @@
+"""The core session state of an active run: what the plugin keeps in ``config.stash[STATE_KEY]``.
+
+Feature plugins read it through :func:`sqleval_state` (records, summaries, settings, engines, evaluator);
+the per-suite limits are resolved here, by :func:`pytest_sqleval.defaults.effective_limit`, for every caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .defaults import DEFAULT_MAX_MEMORY, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, effective_limit
+
+if TYPE_CHECKING:  # pragma: no cover - the heavy modules load only when sqleval is enabled
+    from .evaluate import Evaluator
+    from .execution.engines import EngineFactory
+    from .predictions import Prediction
+    from .settings import Settings
+    from .suite import Suite
+    from .summary import SuiteSummary
+
+STATE_KEY = pytest.StashKey["SqlevalState"]()
+JSON_FAILED_KEY = pytest.StashKey[bool]()
+
+
+@dataclass
+class SqlevalState:
+    """Everything the plugin keeps for one session, stored in ``config.stash``."""
+
+    settings: Settings
+    engines: EngineFactory
+    evaluator: Evaluator
+    predictions: dict[str, Prediction] | None = None
+    suites: dict[str, Suite] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    summaries: list[SuiteSummary] = field(default_factory=list)
+    json_written: str | None = None
+    json_error: str | None = None
+    #: the sqleval-report/1 dict, built after the loop (with overall, baseline, gates)
+    report: dict[str, Any] | None = None
+
+    def register_suite(self, suite: Suite) -> None:
+        self.suites[str(suite.path)] = suite
+
+    def suite_at(self, path: str) -> Suite:
+        from .suite_cache import load_suite_shared
+
+        if path not in self.suites:  # the xdist controller: its workers' reading, from the run's build folder
+            self.suites[path] = load_suite_shared(path, self.engines.build_dir)
+        return self.suites[path]
+
+    def case_engines(self, case, first_engine) -> list:
+        """The engines of all the case's databases: ``first_engine`` (the ``sqleval_engine`` fixture) and the rest."""
+        if first_engine is None:
+            return []
+        return [first_engine, *(self.engines.engine(spec) for spec in case.databases[1:])]
+
+    def database_label(self, case, engine=None) -> str | None:
+        """The database a case really ran on, for reports: the suite's, or the overriding fixture's engine."""
+        if engine is not None and not self.engines.owns(engine):
+            from .secrets import mask_url
+
+            return f"{mask_url(str(engine.url))} (from the sqleval_engine fixture)"
+        if case.database is not None:
+            return self.engines.describe(case.database)
+        return case.schema.db_id if case.schema else None
+
+    def timeout_for(self, suite: Suite) -> float:
+        return timeout_of(self.settings, suite)
+
+    def max_rows_for(self, suite: Suite) -> int:
+        return max_rows_of(self.settings, suite)
+
+    def max_memory_for(self, suite: Suite) -> int:
+        """Memory cap per query in bytes: command line, then the suite's `max_memory:`, then ini, then 2 GiB."""
+        return max_memory_of(self.settings, suite)
+
+    def allowed_functions_for(self, suite: Suite) -> frozenset[str]:
+        """The user's own functions a prediction may call: the suite's `allow_functions:` and the ini option."""
+        names = (*getattr(suite, "allow_functions", ()), *self.settings.allow_functions)
+        return frozenset(name.lower() for name in names)
+
+
+def timeout_of(settings: Settings, suite: Suite | None = None) -> float:
+    """Timeout per query of ``suite`` (None: the run's, before any suite's own ``timeout:``)."""
+    return effective_limit(settings.timeout, suite.timeout if suite else None, DEFAULT_TIMEOUT,
+                           from_cli=settings.timeout_from_cli)
+
+
+def max_rows_of(settings: Settings, suite: Suite | None = None) -> int:
+    """Row cap per query of ``suite`` (None: the run's)."""
+    return effective_limit(settings.max_rows, suite.max_rows if suite else None, DEFAULT_MAX_ROWS,
+                           from_cli=settings.max_rows_from_cli)
+
+
+def max_memory_of(settings: Settings, suite: Suite | None = None) -> int:
+    """Memory cap per query in bytes of ``suite`` (None: the run's)."""
+    return effective_limit(settings.max_memory, suite.max_memory if suite else None, DEFAULT_MAX_MEMORY,
+                           from_cli=settings.max_memory_from_cli)
+
+
+def sqleval_state(config: pytest.Config) -> SqlevalState:
+    """The active run's state; a usage error naming the fix when sqleval is not enabled."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        raise pytest.UsageError("pytest-sqleval is not active: run pytest with --sqleval")
+    return state
+
+
+def is_worker(config: pytest.Config) -> bool:
+    """An xdist worker (its controller collects the records and writes the reports)."""
+    return hasattr(config, "workerinput")
