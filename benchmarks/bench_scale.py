@@ -9,7 +9,8 @@ predictions equal to the gold, the others a different query), runs ``pytest --sq
 with ``-n N`` for each N of ``--workers``), and prints the wall time, the ratio of each size's time to the
 smallest size's (linear growth: the ratio of the sizes), and the peak memory: the largest resident set of
 any single process of the run (``ru_maxrss`` of the waited-for descendants) and the largest sum of the
-resident sets of the whole process tree (pytest, xdist workers, query processes), sampled every 0.2 s.
+resident sets of the whole process tree (pytest, xdist workers, query processes), sampled every 0.2 s, and the
+peak of the pytest process itself (``VmHWM``: the serial run, or the xdist controller).
 """
 
 from __future__ import annotations
@@ -48,10 +49,12 @@ def write_suite(folder: Path, size: int) -> Path:
     return suite
 
 
-def _tree_rss(root: int) -> int:
-    """Sum of VmRSS (bytes) of ``root`` and all its descendants."""
+def _tree_rss(root: int) -> tuple[int, int]:
+    """Sum of VmRSS (bytes) of ``root`` and all its descendants, and the peak (VmHWM) of the pytest process (the
+    serial run, or the xdist controller: ``root``'s child)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    hwm: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -64,27 +67,32 @@ def _tree_rss(root: int) -> int:
         children.setdefault(ppid, []).append(pid)
         value = fields.get("VmRSS", "0 kB").split()
         rss[pid] = int(value[0]) * 1024 if value else 0
+        value = fields.get("VmHWM", "0 kB").split()
+        hwm[pid] = int(value[0]) * 1024 if value else 0
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
         total += rss.get(pid, 0)
         stack.extend(children.get(pid, ()))
-    return total
+    pytest_process = children.get(root, [None])[0]
+    return total, hwm.get(pytest_process, 0)
 
 
-def run(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, int]:
-    """Wall seconds, peak single-process RSS (bytes), peak process-tree RSS (bytes)."""
+def run(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, int, int]:
+    """Wall seconds, peak single-process RSS (bytes), peak process-tree RSS (bytes), peak RSS of the pytest process
+    (serial: the run; xdist: the controller)."""
     started = time.perf_counter()
     report = cwd / "maxrss.txt"
     process = subprocess.Popen([sys.executable, "-c", _WRAPPER, str(report), *command], cwd=cwd, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    peak = [0]
+    peak = [0, 0]
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(0.2):
             try:
-                peak[0] = max(peak[0], _tree_rss(process.pid))
+                tree, main = _tree_rss(process.pid)
+                peak[0], peak[1] = max(peak[0], tree), max(peak[1], main)
             except Exception:  # noqa: BLE001 - a process ended while being read
                 pass
 
@@ -97,7 +105,7 @@ def run(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int,
     if process.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {process.returncode}:\n{output.decode(errors='replace')[-3000:]}")
     single = int(report.read_text()) * 1024
-    return elapsed, single, peak[0]
+    return elapsed, single, peak[0], peak[1]
 
 
 #: Runs the command and writes the largest resident set of its waited-for descendants (KiB).
@@ -129,17 +137,17 @@ def main() -> None:
                            "--rootdir", str(folder), "-o", "addopts=", f"--sqleval-json={folder / 'report.json'}"]
                 if workers:
                     command += ["-n", str(workers)]
-                elapsed, single, tree = run(command, folder, env)
+                elapsed, single, tree, main = run(command, folder, env)
                 base = base or elapsed
-                rows.append((workers, size, elapsed, elapsed / base, size / sizes[0], single, tree))
+                rows.append((workers, size, elapsed, elapsed / base, size / sizes[0], single, tree, main))
                 print(f"done: {'-n ' + str(workers) if workers else 'serial'} {size:,} cases {elapsed:.1f} s", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| run | cases | wall (s) | time ratio to the smallest | size ratio | peak RSS, one process (MiB) "
-          "| peak RSS, process tree (MiB) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for workers, size, elapsed, ratio, size_ratio, single, tree in rows:
+          "| peak RSS, process tree (MiB) | peak RSS, pytest process / xdist controller (MiB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for workers, size, elapsed, ratio, size_ratio, single, tree, main in rows:
         print(f"| {'-n ' + str(workers) if workers else 'serial'} | {size:,} | {elapsed:.1f} | {ratio:.2f} | "
-              f"{size_ratio:.0f} | {single / 2**20:.0f} | {tree / 2**20:.0f} |")
+              f"{size_ratio:.0f} | {single / 2**20:.0f} | {tree / 2**20:.0f} | {main / 2**20:.0f} |")
 
 
 if __name__ == "__main__":

@@ -48,6 +48,10 @@ def pytest_sqleval_score_case(case: Any, suite: Any, prediction: str | None, rec
         max_rows=limits["max_rows"], database=context.database, max_memory=limits["max_memory"],
         allow_functions=limits["allow_functions"], prediction_error=context.prediction_error, context=context,
     ))
+    from .registry import active_registry
+
+    for metric in active_registry().scored():  # metrics registered with their own score(record, context)
+        record[metric.case_key or metric.name] = metric.score(record, context)
 
 
 @pytest.hookimpl(tryfirst=True)

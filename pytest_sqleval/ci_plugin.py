@@ -121,7 +121,9 @@ def session_report(config: pytest.Config) -> dict[str, Any] | None:
         return None
     report = getattr(state, "report", None)
     if isinstance(report, dict):
-        report = json.loads(json.dumps(report, default=str))  # exactly what --sqleval-json writes
+        from .report.json_values import json_primitive
+
+        report = json_primitive(report)  # exactly what --sqleval-json writes, without a second copy of every case
     elif state.json_written:
         try:
             report = json.loads(Path(state.json_written).read_text(encoding="utf-8"))

@@ -37,6 +37,7 @@ class SuiteFile(pytest.File):
         suite = load_suite_shared(self.path, state.engines.shared_build_dir)  # xdist: read once per run
         predictions = self._predictions(suite, state)
         state.register_suite(suite)
+        fixtureinfo = None  # computed for the first item, then shared (as pytest shares it between parametrized items)
         for case in suite.cases:
             item = CaseItem.from_parent(
                 self,
@@ -45,7 +46,9 @@ class SuiteFile(pytest.File):
                 case=case,
                 suite=suite,
                 prediction=self._prediction_for(case, suite, predictions),
+                fixtureinfo=fixtureinfo,
             )
+            fixtureinfo = item._fixtureinfo  # same function, same parent, no marks yet: the same fixture closure
             if predictions is not None:  # a predictions file wins over a model and `predicted:` (model_plugin.py)
                 item.prediction_file_entry = predictions.get(f"{suite.name}::{case.id}") or predictions.get(case.id)
             _add_markers(item, case, suite)

@@ -252,13 +252,13 @@ class Evaluator:
     def _gold_unreadable(self, case: Case, suite: Suite, schema: Schema, dialect: str,
                          gold: str | None = None) -> Exception | None:
         """Why the exact-match profile cannot read this gold (None: it can); once per distinct gold."""
-        from .metrics.exact_match import GoldUnreadable, exact_match
+        from .metrics.exact_match import GoldUnreadable, read_gold
 
         gold = case.gold if gold is None else gold
         key = (gold, suite.exact_match, schema, dialect)
         if key not in self._gold_readability:
             try:
-                exact_match(gold, gold, schema, profile=suite.exact_match, dialect=dialect)
+                read_gold(gold, schema, profile=suite.exact_match, dialect=dialect)  # the gold side of exact match
                 self._gold_readability[key] = None
             except GoldUnreadable as exc:
                 self._gold_readability[key] = exc

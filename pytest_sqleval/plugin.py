@@ -78,7 +78,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.enabled:
         return
     from .errors import SuiteError
-    from .evaluate import Evaluator
     from .execution.engines import EngineFactory
     from .predictions import load_predictions
 
@@ -96,7 +95,6 @@ def pytest_configure(config: pytest.Config) -> None:
                               connect_timeout=settings.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
                               connect_timeout_from_cli=settings.connect_timeout_from_cli,
                               shared_build_dir=_shared_build_dir(config)),
-        evaluator=Evaluator(timeout=timeout_of(settings), max_rows=max_rows_of(settings)),
         predictions=predictions,
     )
     config.stash[STATE_KEY] = state
@@ -207,9 +205,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         backends.use_backends(None)
     state = config.stash.get(STATE_KEY, None)
     if state is not None:
-        from .execution.sandbox import close_process_sandbox
-
-        close_process_sandbox()
+        sandbox = sys.modules.get("pytest_sqleval.execution.sandbox")
+        if sandbox is not None:  # none was started (the xdist controller): nothing to import or close
+            sandbox.close_process_sandbox()
         state.engines.close()
         _remove_build_dir(state.engines.build_dir)
 

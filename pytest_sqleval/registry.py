@@ -58,6 +58,11 @@ class Metric:
     breakdown_label: str = ""
     #: Part of the suite aggregates and reports (False: a per-case field only pass_if reads, e.g. ``policy``).
     reported: bool = True
+    #: How a case gets its value, when the metric computes it itself: ``score(record, context)`` is called for
+    #: every case right after the built-in scoring (``context``: a :class:`~pytest_sqleval.record.ScoreContext`)
+    #: and its return value is stored in ``record[case_key]``. Without it, a ``pytest_sqleval_score_case`` hook
+    #: (or the built-in scoring) fills the key.
+    score: Callable[[dict[str, Any], Any], Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum() or not self.name[0].isalpha():
@@ -117,9 +122,25 @@ class MetricRegistry:
         for metric in metrics:
             self.add(metric)
 
-    def register(self, name: str, **spec: Any) -> Metric:
-        """Register ``Metric(name, **spec)`` and return it (a :class:`MetricError` for a name already taken)."""
-        return self.add(Metric(name, **spec))
+    def register(self, metric: Metric | str | None = None, /, **spec: Any) -> Metric:
+        """Register a metric and return it: ``register("name", kind=..., ...)``, ``register(name="name", ...)``
+        or ``register(Metric(...))``. A name already taken is a :class:`MetricError`."""
+        if isinstance(metric, Metric):
+            if spec:
+                raise MetricError(f"register(Metric(...)) takes no other arguments, not {', '.join(spec)}")
+            return self.add(metric)
+        if metric is not None:
+            spec["name"] = metric
+        if "name" not in spec:
+            raise MetricError("register() needs the metric's name: register('my_metric', kind='rate')")
+        try:
+            return self.add(Metric(**spec))
+        except TypeError as exc:  # an unknown keyword
+            raise MetricError(f"metric {spec['name']!r}: {exc}; see pytest_sqleval.registry.Metric") from None
+
+    def scored(self) -> list[Metric]:
+        """Metrics that compute their per-case value themselves (``score=``)."""
+        return [m for m in self if m.score is not None]
 
     def add(self, metric: Metric) -> Metric:
         if metric.name in self._metrics:

@@ -21,6 +21,9 @@ class SqlevalSession:
         self.config = config
         self.state = state
         self._seen: set[tuple] = set()
+        #: an xdist controller: it receives every case's reports and record as fresh copies from its workers
+        self._controller = _runs_xdist_workers(config)
+        self._shared = SharedValues(decoded=self._controller)
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
         from .collect import SuiteFile
@@ -72,6 +75,7 @@ class SqlevalSession:
         rerun never adds a second); a case whose xdist worker crashed gets an ``error`` record of its own."""
         if is_worker(self.config):
             return
+        self._shared.report(report)
         record = sqleval_record(report)
         if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
             record = self._crashed_record(report)
@@ -81,6 +85,8 @@ class SqlevalSession:
         if key in self._seen:
             return
         self._seen.add(key)
+        if self._controller:  # a worker's record, decoded by execnet: every key and label a string of its own
+            record = report.sqleval_record = self._shared.record(record)
         self.state.records.append(record)
 
     def _crashed_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
@@ -171,6 +177,71 @@ class SqlevalSession:
                       section=section)
         if self.state.json_error:
             terminalreporter.write_line(f"sqleval: {self.state.json_error}", red=True, bold=True)
+
+
+def _runs_xdist_workers(config: pytest.Config) -> bool:
+    return not is_worker(config) and bool(getattr(config.option, "numprocesses", None)) \
+        and getattr(config.option, "dist", "no") != "no"
+
+
+class SharedValues:
+    """One copy of what the reports and records of many cases hold equal, in the xdist controller.
+
+    execnet decodes each report and record into new objects: every record's keys, its labels (database, outcome,
+    difficulty, ...), and each of a case's three reports' node id, location and keywords would be separate copies,
+    kept until the end of the run (about 4 KB per case). Here equal values are replaced by one shared object,
+    which changes no value: a 100,000-case run's controller holds far less.
+    """
+
+    __slots__ = ("_text", "_open", "decoded")
+
+    #: text up to this length is shared (keys, labels, paths); longer text (SQL, messages) is kept as it is
+    SHORT = 200
+
+    def __init__(self, decoded: bool) -> None:
+        #: the reports were decoded from a worker's message (their text is not shared with anything yet)
+        self.decoded = decoded
+        self._text: dict[str, str] = {}
+        #: node id -> (node id, location, keywords) of the case's first report, until its teardown report
+        self._open: dict[str, tuple] = {}
+
+    def text(self, value: str) -> str:
+        if len(value) > self.SHORT:
+            return value
+        return self._text.setdefault(value, value)
+
+    def record(self, value: Any) -> Any:
+        """``value`` with equal keys and short text shared (dicts and lists rebuilt; everything else as it is)."""
+        kind = type(value)
+        if kind is str:
+            return self.text(value)
+        if kind is dict:
+            return {self.text(k) if type(k) is str else k: self.record(v) for k, v in value.items()}
+        if kind is list:
+            return [self.record(v) for v in value]
+        return value
+
+    def report(self, report: pytest.TestReport) -> None:
+        """The setup, call and teardown reports of one case share one node id, location and keywords."""
+        nodeid = report.nodeid
+        first = self._open.get(nodeid)
+        if first is None:
+            keywords = getattr(report, "keywords", None)
+            if isinstance(keywords, dict) and self.decoded:
+                keywords = {self.text(k) if type(k) is str else k: v for k, v in keywords.items()}
+                report.keywords = keywords
+            location = report.location
+            if self.decoded and type(location) is tuple and len(location) == 3 and type(location[0]) is str:
+                location = report.location = (self.text(location[0]), location[1], location[2])
+            first = self._open[nodeid] = (nodeid, location, keywords)
+        else:
+            report.nodeid = first[0]
+            if report.location == first[1]:
+                report.location = first[1]
+            if getattr(report, "keywords", None) == first[2]:
+                report.keywords = first[2]
+        if report.when == "teardown" or report.when not in ("setup", "call"):
+            self._open.pop(nodeid, None)
 
 
 def _display_path(config: pytest.Config, path: str) -> str:

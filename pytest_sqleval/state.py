@@ -31,7 +31,6 @@ class SqlevalState:
 
     settings: Settings
     engines: EngineFactory
-    evaluator: Evaluator
     predictions: dict[str, Prediction] | None = None
     suites: dict[str, Suite] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
@@ -40,6 +39,17 @@ class SqlevalState:
     json_error: str | None = None
     #: the sqleval-report/1 dict, built after the loop (with overall, baseline, gates)
     report: dict[str, Any] | None = None
+    #: made on first use (:attr:`evaluator`): the xdist controller scores nothing and never imports the scoring code
+    _evaluator: Evaluator | None = field(default=None, repr=False)
+
+    @property
+    def evaluator(self) -> Evaluator:
+        """The session's scorer (its caches last the whole run), created when a case is first scored."""
+        if self._evaluator is None:
+            from .evaluate import Evaluator
+
+            self._evaluator = Evaluator(timeout=timeout_of(self.settings), max_rows=max_rows_of(self.settings))
+        return self._evaluator
 
     def register_suite(self, suite: Suite) -> None:
         self.suites[str(suite.path)] = suite

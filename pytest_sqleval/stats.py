@@ -186,16 +186,28 @@ def _resampled_sums(data: tuple[float, ...], seed: int, resamples: int) -> list[
     _, internal, _ = random.Random(seed).getstate()
     generator = np.random.RandomState()
     generator.set_state(("MT19937", np.array(internal[:-1], dtype=np.uint32), int(internal[-1]), 0, 0.0))
-    picks = (generator.random_sample(n * resamples) * float(n)).astype(np.intp)
     values = np.array(distinct, dtype=np.float64)
-    which = np.searchsorted(values, np.asarray(data, dtype=np.float64)).astype(np.intp)[picks].reshape(resamples, n)
-    which += (np.arange(resamples, dtype=np.intp) * len(distinct))[:, None]
-    counts = np.bincount(which.ravel(), minlength=resamples * len(distinct)).reshape(resamples, len(distinct))
-    counts = counts.astype(np.float64)  # < 2**26: exact
+    index = np.searchsorted(values, np.asarray(data, dtype=np.float64)).astype(np.intp)
     scaled = values * 134217729.0  # 2**27 + 1
     high = scaled - (scaled - values)  # 26 significant bits; high + low == value exactly
     low = values - high
-    return [math.fsum(row) / n for row in np.concatenate([counts * high, counts * low], axis=1).tolist()]
+    # A block of resamples at a time (the generator's stream is the same whatever the block sizes): 1,000
+    # resamples of 100,000 cases at once took arrays of 800 MB each, more than the rest of such a run.
+    rows = max(1, DRAWS_AT_ONCE // n)
+    means: list[float] = []
+    for start in range(0, resamples, rows):
+        block = min(rows, resamples - start)
+        picks = (generator.random_sample(n * block) * float(n)).astype(np.intp)
+        which = index[picks].reshape(block, n)
+        which += (np.arange(block, dtype=np.intp) * len(distinct))[:, None]
+        counts = np.bincount(which.ravel(), minlength=block * len(distinct)).reshape(block, len(distinct))
+        counts = counts.astype(np.float64)  # < 2**26: exact
+        means.extend(math.fsum(row) / n for row in np.concatenate([counts * high, counts * low], axis=1).tolist())
+    return means
+
+
+#: Draws per block of :func:`_resampled_sums` (each of its arrays then holds at most 32 MB).
+DRAWS_AT_ONCE = 1 << 22
 
 
 #: Distinct values up to which a bootstrap sums resamples by counting (beyond: the plain loop).

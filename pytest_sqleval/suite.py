@@ -44,8 +44,9 @@ class DatabaseSpec:
 
     @property
     def dialect(self) -> str:
-        """The SQLAlchemy backend name: sqlite, duckdb, postgresql, mysql, ..."""
-        backend = self.url.split(":", 1)[0].split("+", 1)[0]
+        """The SQLAlchemy backend name: sqlite, duckdb, postgresql, mysql, ... (``postgres://`` is postgresql)."""
+        parsed = parse_url(self.url)
+        backend = parsed.get_backend_name() if parsed is not None else self.url.split(":", 1)[0].split("+", 1)[0]
         return "postgresql" if backend == "postgres" else backend
 
     @property
@@ -55,10 +56,23 @@ class DatabaseSpec:
 
     @property
     def file_path(self) -> Path | None:
-        """The database file for ``sqlite:///``/``duckdb:///`` URLs, else None."""
-        for prefix in ("sqlite:///", "duckdb:///"):
-            if self.url.startswith(prefix) and len(self.url) > len(prefix):
-                return Path(self.url[len(prefix):].split("?", 1)[0])
+        """The database file of a ``sqlite:///``/``duckdb:///`` URL, else None (in memory, or a server)."""
+        parsed = parse_url(self.url)
+        if parsed is None or parsed.get_backend_name() not in ("sqlite", "duckdb") or parsed.host:
+            return None
+        if not parsed.database or parsed.database == ":memory:":
+            return None
+        return Path(parsed.database)
+
+
+def parse_url(url: str) -> Any:
+    """SQLAlchemy's reading of a database URL (``sqlalchemy.engine.URL``), None when it is not one."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url)
+    except (ArgumentError, ValueError):
         return None
 
 

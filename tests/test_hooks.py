@@ -223,3 +223,44 @@ def test_sqleval_merge_and_gate_aggregate_a_user_metric_from_the_report(shop_sui
         from pytest_sqleval.registry import use_registry
 
         use_registry(None)
+
+
+SCORED_METRIC_CONFTEST = """
+from pytest_sqleval.registry import Metric
+
+def rows_returned(record, context):
+    return None if context.prediction_result is None else len(context.prediction_result.rows) == 1
+
+def pytest_sqleval_register_metrics(registry):
+    registry.register(Metric("single_row", kind="rate", score=rows_returned, label="single-row answers"))
+"""
+
+
+def test_a_metric_is_one_registration_with_its_own_score_function(shop_suite: pytest.Pytester) -> None:
+    shop_suite.makeconftest(SCORED_METRIC_CONFTEST)
+    result = shop_suite.runpytest("--sqleval", "--sqleval-json", "report.json", "--sqleval-threshold",
+                                  "single_row=0.9", "-p", "xdist", "-n", "2")
+    report = _report(shop_suite)
+    assert {c["id"]: c["single_row"] for c in report["cases"]} == {
+        "short-right": True, "long-right": False, "short-wrong": True}
+    assert report["suites"][0]["metrics"]["single_row"] == pytest.approx(2 / 3)
+    result.stdout.re_match_lines([r"\s+single-row answers\s+0\.6667\b.*", r".*FAIL single_row 0\.6667 < 0\.90.*"])
+    assert result.ret == 1
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda r: r.register(kind="rate"), "needs the metric's name"),
+    (lambda r: r.register("x", colour="red"), "unexpected keyword argument 'colour'"),
+    (lambda r: r.register(Metric("x"), kind="mean"), "takes no other arguments"),
+])
+def test_register_refuses_what_it_cannot_use(call, message: str) -> None:
+    with pytest.raises(MetricError, match=message):
+        call(MetricRegistry())
+
+
+def test_register_forms_are_equivalent() -> None:
+    registry = MetricRegistry()
+    a = registry.register("a", kind="mean")
+    b = registry.register(name="b", kind="count", direction="lower")
+    c = registry.register(Metric("c"))
+    assert (a.kind, b.bound, c.kind) == ("mean", "max", "rate") and registry.names() == ("a", "b", "c")

@@ -387,3 +387,143 @@ def test_sending_gold_and_prediction_ahead_changes_no_record(pytester, shop_db, 
         "rejected": ("missed", False, "rejected"), "syntax": ("missed", False, "syntax"),
         "repeated_gold": ("passed", True, None), "broken_gold": ("error", None, "gold"),
     }
+
+
+# --------------------------------------------------------------------------- third pass: shared readings
+CONCERTS = Path(__file__).parent / "fixtures" / "exact_match" / "tables.json"
+
+
+def _tree_state(tree) -> list:
+    """Everything a reader could change in a tree: each node's type, place, parent and plain arguments."""
+    return [(type(n).__name__, n.arg_key, n.index, id(n.parent), id(n), n.comments, n.meta,
+             sorted((k, v) for k, v in n.args.items() if not isinstance(v, (exp.Expression, list))))
+            for n in tree.walk()]
+
+
+def test_the_readers_that_skip_the_copy_leave_the_shared_tree_as_parsed():
+    from pytest_sqleval.comparison import resolve_execution
+    from pytest_sqleval.metrics.exact_match.spider_sql import OutsideGrammar, read_spider_sql
+    from pytest_sqleval.schema import Schema
+    from pytest_sqleval.sql.limits import parse_bounded_shared
+    from pytest_sqleval.sql.ordering import plan_order
+    from pytest_sqleval.sql.rewrite import strip_distinct
+
+    schema = Schema.from_spider_tables(CONCERTS, "concerts")
+    parsed.clear()
+    body = ("T1.name, count(DISTINCT T2.concert_id) AS n FROM singer AS T1 JOIN singer_in_concert AS T2 "
+            "ON T1.singer_id = T2.singer_id WHERE T1.age > 20 GROUP BY T1.name ORDER BY n DESC, T1.country LIMIT 3")
+    distinct, plain = f"SELECT DISTINCT {body}", f"SELECT {body}"
+    trees = {sql: parse_bounded_shared(sql, "sqlite")[0] for sql in (distinct, plain)}
+    before = {sql: _tree_state(tree) for sql, tree in trees.items()}
+    assert strip_distinct(distinct, "sqlite") == strip_distinct(plain, "sqlite") == (
+        "SELECT T1.name, COUNT(T2.concert_id) AS n FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = "
+        "T2.singer_id WHERE T1.age > 20 GROUP BY T1.name ORDER BY n DESC, T1.country LIMIT 3")
+    plan = plan_order(plain, "sqlite", resolve_execution("sqleval"))  # T1.country: a hidden key column
+    assert plan.hidden_key_sql is not None and "T1.country AS __sqleval_key_1 FROM" in plan.hidden_key_sql
+    assert plan_order(distinct, "sqlite", resolve_execution("sqleval")).hidden_key_sql is None
+    for sql in trees:
+        with pytest.raises(OutsideGrammar):
+            read_spider_sql(sql, schema)  # strict: stops at the column alias
+        assert "column_alias" in read_spider_sql(sql, schema, strict=False).constructs
+    for sql, tree in trees.items():
+        assert parse_bounded_shared(sql, "sqlite")[0] is tree  # one parse for all of them (cached)...
+        assert _tree_state(tree) == before[sql]  # ...which none of them changed
+    assert parsed.stats["misses"] == 2
+
+
+def test_a_text_without_distinct_is_returned_as_written():
+    from pytest_sqleval.sql.rewrite import strip_distinct
+
+    sql = "select  name from singer -- as written"
+    assert strip_distinct(sql, "sqlite") is sql
+
+
+def test_the_gold_probe_reads_only_the_gold_and_raises_what_exact_match_raises():
+    from pytest_sqleval.metrics.exact_match import GoldOutsideGrammar, GoldParseError, exact_match, read_gold
+    from pytest_sqleval.metrics.exact_match.spider import normalised_gold
+    from pytest_sqleval.schema import Schema
+
+    schema = Schema.from_spider_tables(CONCERTS, "concerts")
+    parsed.clear()
+    normalised_gold.cache_clear()
+    gold = "SELECT name FROM singer WHERE age > 20"
+    assert read_gold(gold, schema, profile="spider", dialect="sqlite") is None
+    assert read_gold(gold, schema, profile="sqleval", dialect="sqlite") is None
+    assert parsed.stats["misses"] == 1  # the gold once, no prediction
+    assert normalised_gold.cache_info().currsize == 1  # kept for the comparisons
+    assert exact_match(gold, "SELECT name FROM singer WHERE age > 30", schema, profile="spider").match
+    for bad, error in (("SELECT name FROM singer LEFT JOIN concert ON 1 = 1", GoldOutsideGrammar),
+                       ("SELECT name FROM singer WHERE (", GoldParseError)):
+        with pytest.raises(error) as probe:
+            read_gold(bad, schema, profile="spider", dialect="sqlite")
+        with pytest.raises(error) as full:
+            exact_match(bad, bad, schema, profile="spider", dialect="sqlite")
+        assert str(probe.value) == str(full.value)
+    with pytest.raises(GoldParseError):
+        read_gold("SELECT name FROM singer; SELECT 1", schema, profile="sqleval")  # one statement, as exact match
+
+
+def test_hardness_uses_exact_matchs_reading_of_the_gold_and_classifies_it_the_same():
+    from pytest_sqleval.metrics.exact_match.spider import known_gold_read, normalised_gold
+    from pytest_sqleval.metrics.hardness import classify_hardness
+    from pytest_sqleval.schema import Schema
+
+    schema = Schema.from_spider_tables(CONCERTS, "concerts")
+    normalised_gold.cache_clear()
+    gold = ("SELECT T1.name, count(*) FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id "
+            "GROUP BY T1.name ORDER BY count(*) DESC LIMIT 1")
+    alone = classify_hardness(gold + " ", schema)  # another text: read by the classifier itself
+    assert known_gold_read(gold, schema, "sqlite") is None
+    normalised_gold(gold, schema, "sqlite")
+    assert known_gold_read(gold, schema, "sqlite") is not None
+    shared = classify_hardness(gold, schema)
+    assert shared == alone and shared.level == "extra"
+    assert known_gold_read("SELECT name FROM singer LEFT JOIN concert ON 1 = 1", schema, "sqlite") is None
+
+
+def test_the_items_of_a_suite_share_one_fixture_closure_and_overrides_still_apply(pytester, shop_db):
+    pytester.makefile(".sqleval.yaml", shop=f"""
+        database: {shop_db}
+        cases:
+          - id: a
+            gold: SELECT count(*) FROM shops
+            predicted: SELECT count(*) FROM shops
+          - id: b
+            gold: SELECT name FROM shops
+            predicted: SELECT name FROM shops
+    """)
+    pytester.makeconftest("""
+        import pytest
+
+        SEEN = []
+
+        @pytest.fixture
+        def sqleval_engine(sqleval_engine_factory, sqleval_case):
+            SEEN.append(sqleval_case.id)
+            return sqleval_engine_factory.engine(sqleval_case.database)
+
+        def pytest_collection_modifyitems(items):
+            infos = {id(item._fixtureinfo) for item in items}
+            assert len(infos) == 1 and "sqleval_gold" in items[0].fixturenames
+
+        def pytest_sessionfinish(session):
+            assert SEEN == ["a", "b"], SEEN
+    """)
+    result = pytester.runpytest("--sqleval", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_a_prediction_identical_to_the_gold_is_not_read_again_and_matches_on_every_clause():
+    from pytest_sqleval.metrics.exact_match import exact_match
+    from pytest_sqleval.metrics.exact_match.sqleval import gold_shape
+    from pytest_sqleval.schema import Schema
+
+    schema = Schema.from_spider_tables(CONCERTS, "concerts")
+    parsed.clear()
+    gold_shape.cache_clear()
+    gold = "SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id LIMIT 2"
+    verdict = exact_match(gold, gold, schema, profile="sqleval")
+    assert verdict.match and verdict.clauses and all(verdict.clauses.values())
+    assert parsed.stats == {"hits": 0, "misses": 1}  # the gold's parse only
+    other = exact_match(gold, gold + " ", schema, profile="sqleval")  # another text is read
+    assert other == verdict and parsed.stats["misses"] == 2

@@ -59,6 +59,7 @@ from typing import Any, Literal
 from ..schema import Schema
 from ..sql.limits import SqlTooComplex, bounded_stack, too_complex_reason
 from .exact_match.parsing import SqlParseError
+from .exact_match.spider import known_gold_read
 from .exact_match.spider_sql import WHERE_OPS, OutsideGrammar, SpiderSQL, read_spider_sql
 
 Level = Literal["easy", "medium", "hard", "extra"]
@@ -128,7 +129,9 @@ def classify_hardness(gold_sql: str, schema: Schema, *, dialect: str = "sqlite",
         raise ValueError(f"unknown hardness classifier {classifier!r}; classifiers are: {', '.join(CLASSIFIERS)}")
     try:
         try:
-            read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=True)
+            read = known_gold_read(gold_sql, schema, dialect)  # exact match's strict reading of it, if it has one
+            if read is None:
+                read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=True)
             extended = False
         except OutsideGrammar:  # a text-level objection comes before parsing: the lenient reading may not parse
             read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=False)

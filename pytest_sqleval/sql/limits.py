@@ -216,6 +216,23 @@ def parse_one_bounded(sql: str, dialect: str) -> exp.Expression:
     return statements[0]
 
 
+def parse_bounded_shared(sql: str, dialect: str) -> tuple[exp.Expression | None, ...]:
+    """:func:`parse_bounded` without the copies: the process's shared statements, for readers that never
+    modify them (no ``set``/``replace``/``pop``, no new node built around an existing one). Same errors."""
+    from .parsed import parse_shared
+
+    return parse_shared(sql, dialect, _parse_bounded)
+
+
+def parse_one_shared(sql: str, dialect: str) -> exp.Expression:
+    """:func:`parse_one_bounded` without the copy: the process's shared tree, for readers that never modify
+    it (they copy the part they change). Same errors, same limits; saves a tree copy per reader."""
+    statements = parse_bounded_shared(sql, dialect)
+    if not statements or statements[0] is None:
+        raise ParseError(f"No expression was parsed from '{sql[:80]}'")
+    return statements[0]
+
+
 def too_complex_reason(exc: BaseException) -> str:
     """The scoring reason for an exception raised while reading or comparing SQL past the limits."""
     if isinstance(exc, SqlTooComplex):

@@ -49,7 +49,7 @@ from sqlglot.errors import SqlglotError
 from pytest_sqleval.comparison import ComparisonOptions
 from pytest_sqleval.sql.limits import (
     bounded_stack,
-    parse_one_bounded,
+    parse_one_shared,
     too_complex_reason,
 )
 from pytest_sqleval.sql.rewrite import append_order_keys
@@ -76,7 +76,7 @@ def plan_order(gold_sql: str, dialect: str, options: ComparisonOptions) -> Order
     if options.row_order == "order_by_text":
         return _plan_from_text(gold_sql, "row_order=order_by_text")
     try:
-        tree = parse_one_bounded(gold_sql, dialect)
+        tree = parse_one_shared(gold_sql, dialect)  # read only (append_order_keys copies what it extends)
     except (SqlglotError, RecursionError, MemoryError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         return _plan_from_text(gold_sql, f"the gold could not be parsed ({reason})")

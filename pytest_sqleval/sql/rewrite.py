@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from pytest_sqleval.sql.limits import SqlTooComplex, bounded_stack, parse_one_bounded, too_complex_reason
+from pytest_sqleval.sql.limits import SqlTooComplex, bounded_stack, parse_one_shared, too_complex_reason
+from pytest_sqleval.sql.parsed import copy_tree
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_sqleval.comparison import ComparisonOptions
@@ -50,10 +51,11 @@ def prediction_rewrite(options: ComparisonOptions) -> str | None:
 @bounded_stack
 def strip_distinct(sql: str, dialect: str) -> str:
     """``sql`` without any DISTINCT keyword; returned unchanged when it has none."""
-    tree = parse_one_bounded(sql, dialect)
-    distincts = list(tree.find_all(exp.Distinct))
-    if not distincts:
+    shared = parse_one_shared(sql, dialect)  # read only: most texts have no DISTINCT and need no copy
+    if next(shared.find_all(exp.Distinct), None) is None:
         return sql
+    tree = copy_tree(shared)
+    distincts = list(tree.find_all(exp.Distinct))
     try:
         for distinct in distincts:
             _remove_distinct(distinct)

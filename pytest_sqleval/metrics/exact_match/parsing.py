@@ -5,24 +5,26 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from ...sql.limits import SqlTooComplex, parse_bounded
+from ...sql.limits import SqlTooComplex, parse_bounded, parse_bounded_shared
 
 
 class SqlParseError(ValueError):
     """sqlglot cannot parse the SQL (or, where one statement is required, finds several)."""
 
 
-def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool) -> exp.Expression:
+def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool, shared: bool = False) -> exp.Expression:
     """The first statement of ``sql``.
 
     ``allow_trailing_statements`` ignores any later statement, as the official
-    Spider parser does; otherwise a second statement is an error. Raises
-    :class:`SqlParseError`, or :class:`~pytest_sqleval.sql.limits.SqlTooComplex`
-    for SQL beyond the limits.
+    Spider parser does; otherwise a second statement is an error. ``shared``: the
+    process's shared tree instead of a copy, for a caller that only reads it (the
+    Spider reader). Raises :class:`SqlParseError`, or
+    :class:`~pytest_sqleval.sql.limits.SqlTooComplex` for SQL beyond the limits.
     """
+    parse = parse_bounded_shared if shared else parse_bounded
     try:
         # (a comment after the last ';' is a bare Semicolon node, not a statement)
-        statements = [s for s in parse_bounded(sql, dialect) if s is not None and not isinstance(s, exp.Semicolon)]
+        statements = [s for s in parse(sql, dialect) if s is not None and not isinstance(s, exp.Semicolon)]
     except SqlTooComplex:
         raise
     except sqlglot.errors.SqlglotError as exc:

@@ -36,6 +36,7 @@ score (...)``, ``too complex to score (...)``); such a gold raises
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from functools import lru_cache
 
 from ...schema import Schema
@@ -43,7 +44,7 @@ from .components import spider_components
 from .options import ExactMatchOptions
 from .parsing import SqlParseError
 from .spider_normalise import normalise_spider_sql
-from .spider_sql import OutsideGrammar, SpiderSQL, empty_spider_sql, read_spider_sql
+from .spider_sql import OutsideGrammar, SpiderRead, SpiderSQL, empty_spider_sql, read_spider_sql
 from .spider_tail import junk_free_prefix, official_reading
 from .spider_text import apply_value_placeholder
 from .verdict import (
@@ -91,11 +92,32 @@ def spider_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: Ex
 def normalised_gold(gold_sql: str, schema: Schema, dialect: str) -> SpiderSQL:
     """The gold's normalised SQL dict (cached: a gold is compared with many predictions)."""
     try:
-        gold = read_spider_sql(gold_sql, schema, dialect=dialect).sql
-        return normalise_spider_sql(gold, schema)
+        read = read_spider_sql(gold_sql, schema, dialect=dialect)
+        _remember_gold_read(gold_sql, schema, dialect, read)
+        return normalise_spider_sql(read.sql, schema)
     except SqlParseError as exc:
         raise GoldParseError(str(exc)) from None
     except OutsideGrammar as exc:
         raise GoldOutsideGrammar(exc.construct) from None
     except Exception as exc:  # noqa: BLE001 - limits, recursion, memory or a bug: the gold cannot be read
         raise gold_failure(exc) from None
+
+
+#: Strict readings of golds that :func:`normalised_gold` read, kept for the hardness classifier, which reads the
+#: same gold the same way (least recently stored dropped past :data:`GOLD_READS_KEPT`).
+GOLD_READS_KEPT = 4096
+_gold_reads: OrderedDict[tuple[str, Schema, str], SpiderRead] = OrderedDict()
+
+
+def _remember_gold_read(gold_sql: str, schema: Schema, dialect: str, read: SpiderRead) -> None:
+    _gold_reads[(gold_sql, schema, dialect)] = read
+    if len(_gold_reads) > GOLD_READS_KEPT:
+        _gold_reads.popitem(last=False)
+
+
+def known_gold_read(gold_sql: str, schema: Schema, dialect: str) -> SpiderRead | None:
+    """The strict reading of a gold exact match has already read (shared: do not modify), else None.
+
+    Only successful readings are kept, and only exact match stores them, so a reader that falls back to
+    reading the text itself gets what it would have computed, and exact match never depends on it."""
+    return _gold_reads.get((gold_sql, schema, dialect))

@@ -132,7 +132,7 @@ def read_spider_sql(sql: str, schema: Schema, *, dialect: str = "sqlite", strict
         if order.misplaced_elsewhere:
             raise OutsideGrammar("clause_order")
         unread = order.dropped_at_end
-    tree = parse_statement(sql, dialect, allow_trailing_statements=True)
+    tree = parse_statement(sql, dialect, allow_trailing_statements=True, shared=True)  # read only: no copy
     reader = _Reader(sql, schema, strict, unread)
     return SpiderRead(reader.read_statement(tree), tuple(reader.constructs))
 

@@ -77,7 +77,8 @@ def sqleval_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: E
     ignore_values = options.values == "ignore"
     gold = gold_shape(gold_sql, schema, dialect, ignore_values)
     try:
-        pred = query_shape(pred_sql, schema, dialect, ignore_values=ignore_values)
+        # the same text has the same shape (query_shape is a function of its arguments): not read twice
+        pred = gold if pred_sql == gold_sql else query_shape(pred_sql, schema, dialect, ignore_values=ignore_values)
         clauses = shape_components(pred, gold)
     except SqlParseError as exc:
         return ExactMatchVerdict(False, {}, f"parse_error: {exc}")
