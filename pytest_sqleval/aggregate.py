@@ -220,14 +220,6 @@ def turn_breakdown(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- intervals and the overall figure
-def case_value(record: Mapping[str, Any], metric: str, registry: MetricRegistry | None = None) -> float | None:
-    """One case's contribution to a per-case metric (None when it does not count), as in case_metrics."""
-    found = (registry or active_registry()).get(metric)
-    if found is None or found.scope != "case":
-        raise KeyError(metric)
-    return found.case_value(record)
-
-
 def interaction_vectors(records: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
     """The 0/1 outcomes behind question_match, interaction_match and interaction_execution_accuracy."""
     grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)

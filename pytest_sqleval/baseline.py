@@ -120,7 +120,7 @@ def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mappi
                   for k in cur_by_key if k in base_by_key]
         paired = [(c, b) for c, b in values if c is not None and b is not None]
         if paired:
-            metrics[metric.name] = paired_statistics(metric.name, paired)
+            metrics[metric.name] = paired_statistics(metric.kind, paired)
     entry: dict[str, Any] = {"pairs": pairs, "metrics": metrics,
                              "counts": {kind: len(ids) for kind, ids in pairs.items()}}
     if errors:
@@ -128,11 +128,11 @@ def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mappi
     return entry
 
 
-def paired_statistics(metric: str, paired: Sequence[tuple[float, float]]) -> dict[str, Any]:
+def paired_statistics(kind: str, paired: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """Current, baseline, delta, its interval and the paired test of a ``rate`` (McNemar) or ``mean`` (sign flip)."""
     n = len(paired)
     current = math.fsum(c for c, _ in paired) / n
     baseline = math.fsum(b for _, b in paired) / n
-    kind = active_registry()[metric].kind
     if kind == "rate":
         fixed = sum(1 for c, b in paired if c and not b)
         regressed = sum(1 for c, b in paired if b and not c)
@@ -146,7 +146,7 @@ def paired_statistics(metric: str, paired: Sequence[tuple[float, float]]) -> dic
         return {"current": current, "baseline": baseline, "delta": math.fsum(diffs) / n,
                 "ci": list(interval), "p_value": sign_flip(diffs), "test": "sign_flip",
                 "n_pairs": n, "ci_method": "paired_bootstrap"}
-    raise KeyError(metric)
+    raise KeyError(kind)
 
 
 def file_warnings(current_run: Mapping[str, Any] | None, baseline_run: Mapping[str, Any] | None) -> list[str]:

@@ -22,11 +22,6 @@ from typing import Any, Callable, Mapping
 from .registry import active_registry
 
 
-def case_metrics() -> dict[str, str]:
-    """The per-case names a rule may use (record keys of the metric registry), each ``bool`` or ``score``."""
-    return active_registry().pass_if_metrics()
-
-
 def clause_names() -> tuple[str, ...]:
     """Every clause ``exact_match(...)`` may name (the sqleval profile's; spider has the first eleven)."""
     from .metrics.exact_match.verdict import SPIDER_CLAUSES, SQLEVAL_EXTRA_CLAUSES
@@ -131,7 +126,7 @@ def _join(tokens: list[str]) -> str:
 
 def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
     metric = tokens[i]
-    known = case_metrics()
+    known = active_registry().pass_if_metrics()  # record keys, each bool or score
     kind = known.get(metric)
     if kind is None:
         raise PassRuleError(f"unknown metric {metric!r} in pass_if; per-case metrics are: {', '.join(known)}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import quote, unquote
 
 MASK = "***"
@@ -92,16 +92,22 @@ def mask_url(url: str) -> str:
     return mask_secrets(url)
 
 
+def parse_url(url: str) -> Any:
+    """SQLAlchemy's reading of a database URL (``sqlalchemy.engine.URL``, through ``make_url``), None for a text
+    that is not one."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url)
+    except Exception:  # noqa: BLE001 - ArgumentError, a bad port's ValueError, ...: not a URL
+        return None
+
+
 @lru_cache(maxsize=4096)
 def register_url_secrets(url: str) -> None:
     """Remember the password (and secret parameters) of a URL, read with SQLAlchemy's parser."""
-    if "://" not in url:
-        return
-    try:
-        from sqlalchemy.engine import make_url
-
-        parsed = make_url(url)
-    except Exception:  # noqa: BLE001 - not a SQLAlchemy URL: the text rules still apply
+    parsed = parse_url(url) if "://" in url else None
+    if parsed is None:  # not a SQLAlchemy URL: the text rules still apply
         return
     if parsed.password:
         register_secret(str(parsed.password))

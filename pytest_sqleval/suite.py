@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol
 
 from .comparison import ComparisonOptions
+from .secrets import parse_url
 
 
 class PassRule(Protocol):
@@ -63,17 +64,6 @@ class DatabaseSpec:
         if not parsed.database or parsed.database == ":memory:":
             return None
         return Path(parsed.database)
-
-
-def parse_url(url: str) -> Any:
-    """SQLAlchemy's reading of a database URL (``sqlalchemy.engine.URL``), None when it is not one."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(url)
-    except (ArgumentError, ValueError):
-        return None
 
 
 def hide_password(url: str) -> str:

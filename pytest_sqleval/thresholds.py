@@ -88,22 +88,18 @@ def _fmt_count(value: float) -> str:
     return f"{value:.4f}".rstrip("0")
 
 
-def direction(metric: str) -> str:
-    """The bound kind for a (possibly dotted) metric path; raises ThresholdError if unknown."""
+def metric_of_path(metric: str) -> Metric:
+    """The registered metric a (possibly dotted) metric path ends in; raises ThresholdError for a path or a
+    metric it does not know."""
     parts = metric.removeprefix(OVERALL_PREFIX).split(".")
-    leaf = parts[-1]
-    if len(parts) == 1:
-        pass
-    elif parts[0] == "by_gold_sql" and len(parts) == 2:
-        pass
-    elif parts[0] in ("by_difficulty", "by_tag") and len(parts) == 3 and parts[1]:
-        pass
-    else:
+    known_path = (len(parts) == 1 or (parts[0] == "by_gold_sql" and len(parts) == 2)
+                  or (parts[0] in ("by_difficulty", "by_tag") and len(parts) == 3 and bool(parts[1])))
+    if not known_path:
         raise ThresholdError(
             f"unknown metric path {metric!r}; use a metric name, by_gold_sql.<metric>, "
             f"by_difficulty.<level>.<metric> or by_tag.<tag>.<metric>"
         )
-    return gateable_metric(leaf).bound
+    return gateable_metric(parts[-1])
 
 
 def gateable_metric(name: str) -> Metric:
@@ -120,8 +116,8 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
                              f"(--sqleval-threshold {metric}=VALUE) or in the ini option sqleval_thresholds")
     if metric.startswith(OVERALL_PREFIX) and metric.removeprefix(OVERALL_PREFIX).split(".")[0] in BREAKDOWNS:
         raise ThresholdError(f"{metric}: the overall figure has no breakdowns; use overall:<metric>")
-    bound = direction(metric)
-    kind = gateable_metric(metric.removeprefix(OVERALL_PREFIX).split(".")[-1]).kind
+    found = metric_of_path(metric)
+    bound, kind = found.bound, found.kind
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         try:
             value = float(value)

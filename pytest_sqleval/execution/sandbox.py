@@ -225,13 +225,8 @@ class QuerySandbox:
                            rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
                            engine_dialect=engine_dialect)
         with self._lock:
-            pending, self._pending = self._pending, None
-            if pending is not None and pending.request == request and pending.process is self._current:
-                answer = self._await(pending)  # sent earlier by submit(): the query process has been working on it
-            else:
-                if pending is not None:
-                    self._await(pending)  # an answer nobody asked for: read (or time out) before sending more
-                answer = self._await(self._send(request))
+            sent = self._claim_pending(request)  # sent earlier by submit(): the query process has been working on it
+            answer = self._await(sent if sent is not None else self._send(request))
         return _result(answer)
 
     def submit(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
@@ -246,16 +241,25 @@ class QuerySandbox:
                            rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
                            engine_dialect=engine_dialect)
         with self._lock:
-            pending, self._pending = self._pending, None
-            if pending is not None and pending.request == request and pending.process is self._current:
-                self._pending = pending  # already on its way (submitted at setup, asked again at call)
+            sent = self._claim_pending(request)
+            if sent is not None:
+                self._pending = sent  # already on its way (submitted at setup, asked again at call)
                 return
-            if pending is not None:
-                self._await(pending)
             try:
                 self._pending = self._send(request)
             except DatabaseError:
                 self._pending = None  # run() starts it again and reports the failure there
+
+    def _claim_pending(self, request: dict[str, Any]) -> _Sent | None:
+        """The submitted query if it is ``request`` (on the current query process), else None; a submitted answer
+        nobody asks for is read (or timed out) first, so at most one request is ever in flight. Call under the lock."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return None
+        if pending.request == request and pending.process is self._current:
+            return pending
+        self._await(pending)
+        return None
 
     def _send(self, request: dict[str, Any]) -> _Sent:
         process = self._ensure(request["max_memory"], request["target"][0] if request["target"] else None)

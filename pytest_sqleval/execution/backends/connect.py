@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import DatabaseError
-from ...secrets import mask_secrets
+from ...secrets import mask_secrets, parse_url
 from ...suite import hide_password
 from .base import DEFAULT_CONNECT_TIMEOUT, first_line
 
@@ -77,12 +77,7 @@ def connect_failure(what: str, url: str, exc: BaseException, elapsed: float, tim
 
 def host_of(url: str) -> str:
     """``host:port`` of a URL for messages (masked; the whole masked URL when it cannot be parsed)."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        parsed = make_url(url)
-        if parsed.host:
-            return mask_secrets(f"{parsed.host}:{parsed.port}" if parsed.port else parsed.host)
-    except Exception:  # noqa: BLE001
-        pass
+    parsed = parse_url(url)
+    if parsed is not None and parsed.host:
+        return mask_secrets(f"{parsed.host}:{parsed.port}" if parsed.port else parsed.host)
     return hide_password(url)
