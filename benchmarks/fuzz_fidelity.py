@@ -449,7 +449,7 @@ def run_official(items: list[dict], python: str, official_dir: Path) -> list[dic
 
 
 # --------------------------------------------------------------------------- our side
-def run_ours(items: list[dict]) -> tuple[list[dict], list[dict]]:
+def run_ours(items: list[dict], workers: int = 2) -> tuple[list[dict], list[dict]]:
     tables = str((SPIDER / "tables.json").resolve())
     ts_cases, bird_cases = [], []
     for n, item in enumerate(items):
@@ -463,7 +463,7 @@ def run_ours(items: list[dict]) -> tuple[list[dict], list[dict]]:
         "fuzz_ts": {"suite": "fuzz_ts", "execution": "test-suite", "exact_match": "spider", "cases": ts_cases},
         "fuzz_bird": {"suite": "fuzz_bird", "execution": "bird", "cases": bird_cases},
     }
-    report = evaluate_suites(documents, workers=2, timeout=60.0)
+    report = evaluate_suites(documents, workers=workers, timeout=60.0)
     by_suite: dict[str, dict[str, dict]] = defaultdict(dict)
     for case in report["cases"]:
         by_suite[case["suite"]][case["id"]] = case
@@ -532,6 +532,8 @@ def main() -> int:
                         help="scratch folder with test-suite-sql-eval/ and bird_minidev_evaluation/")
     parser.add_argument("--per-kind", type=int, default=110, help="items per mutation kind (default 110)")
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="pytest-xdist workers of the plugin's run (0: serial)")
     parser.add_argument("--json", type=Path, help="write items, verdicts and disagreements here")
     parser.add_argument("--systems", action="store_true",
                         help="no mutations: the ten systems' own predictions (9,720 items), kind = system")
@@ -545,7 +547,7 @@ def main() -> int:
         print(f"{len(items)} items, {len(MUTATIONS)} mutation kinds, seed {args.seed}", flush=True)
     official = run_official(items, args.official_python, args.official_dir)
     print(f"official evaluators: {time.monotonic() - started:.0f} s", flush=True)
-    ours_ts, ours_bird = run_ours(items)
+    ours_ts, ours_bird = run_ours(items, args.workers)
     print(f"pytest --sqleval: {time.monotonic() - started:.0f} s", flush=True)
     table, disagreements = compare(items, official, ours_ts, ours_bird)
     print_table(table)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from .errors import DatabaseError, GoldError, SuiteError
+from .fast_setup import FastSetup, item_setup, plan_for
 from .outcomes import (
     CaseErrored,
     CaseMissed,
@@ -38,6 +39,8 @@ class SuiteFile(pytest.File):
         predictions = self._predictions(suite, state)
         state.register_suite(suite)
         fixtureinfo = None  # computed for the first item, then shared (as pytest shares it between parametrized items)
+        fast = None
+        markers = _MarkerRegistry(self.config)
         for case in suite.cases:
             item = CaseItem.from_parent(
                 self,
@@ -48,10 +51,13 @@ class SuiteFile(pytest.File):
                 prediction=self._prediction_for(case, suite, predictions),
                 fixtureinfo=fixtureinfo,
             )
-            fixtureinfo = item._fixtureinfo  # same function, same parent, no marks yet: the same fixture closure
+            if fixtureinfo is None:
+                fixtureinfo = item._fixtureinfo  # same function, same parent, no marks yet: the same fixture closure
+                fast = plan_for(self, item)  # the items' fixtures without pytest's machinery, when nothing can tell
+            item._sqleval_fast = fast
             if predictions is not None:  # a predictions file wins over a model and `predicted:` (model_plugin.py)
                 item.prediction_file_entry = predictions.get(f"{suite.name}::{case.id}") or predictions.get(case.id)
-            _add_markers(item, case, suite)
+            _add_markers(item, case, suite, markers)
             yield item
 
     def _predictions(self, suite: Suite, state) -> dict[str, Prediction] | None:
@@ -82,27 +88,40 @@ class SuiteFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
-def _add_markers(item: pytest.Item, case: Case, suite: Suite) -> None:
+def _add_markers(item: pytest.Item, case: Case, suite: Suite, markers: _MarkerRegistry) -> None:
     item.add_marker(pytest.mark.sqleval(suite=suite.name, case=case.id))
     for tag in case.tags:
-        _register_marker(item.config, tag)
+        markers.register(tag)
         item.add_marker(tag)
 
 
-def _register_marker(config: pytest.Config, name: str) -> None:
-    known = {line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")}
-    if name not in known:
-        config.addinivalue_line("markers", f"{name}: sqleval case tag")
+class _MarkerRegistry:
+    """Registers each case tag as a marker once (the ini's markers read once per suite file, not per tag per case)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.known: set[str] | None = None
+
+    def register(self, name: str) -> None:
+        if self.known is None:
+            self.known = {line.split(":", 1)[0].split("(", 1)[0].strip() for line in self.config.getini("markers")}
+        if name not in self.known:
+            self.config.addinivalue_line("markers", f"{name}: sqleval case tag")
+            self.known.add(name)
 
 
 class CaseItem(pytest.Function):
     """One case (or interaction turn) of a suite."""
+
+    _sqleval_fast: FastSetup | None = None
 
     def __init__(self, *, case: Case, suite: Suite, prediction: str | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.suite = suite
         self.prediction = prediction
+
+    setup = item_setup  # pytest's fixture setup, or the same fixtures computed directly (fast_setup.py)
 
     def reportinfo(self):
         return self.suite.path, self.case.line - 1, f"sqleval: {self.case.id}"

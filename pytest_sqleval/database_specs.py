@@ -151,7 +151,7 @@ def schema_source(ctx: LoadContext, value: Any, line: int | None) -> SchemaSourc
     from .schema import SpiderTablesError, spider_db_ids
 
     try:
-        known = spider_db_ids(path)
+        known = ctx.memo(("spider_db_ids", path), lambda: spider_db_ids(path))
     except SpiderTablesError as exc:
         raise ctx.error(f"{exc.message} ({exc.path})", value.key_lines["tables"], fix=exc.fix) from None
     db_id = str(value["db_id"])

@@ -206,6 +206,15 @@ class Evaluator:
         return Prepared(gold=tuple(gold), schema=schema, dialect=dialect, difficulty=difficulty, difficulty_source=source,
                         alternatives=alternatives)
 
+    def send_gold_ahead(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None,
+                        max_rows: int | None, max_memory: int | None) -> None:
+        """Send the case's gold query now, before its setup (while pytest finishes the case before it); its
+        :meth:`prepare` then finds the request on its way and collects the answer. Errors are left to prepare."""
+        try:
+            self._prefetch_gold(case, suite, engines, timeout=timeout, max_rows=max_rows, max_memory=max_memory)
+        except Exception:  # noqa: BLE001 - prepare reads, runs and reports the same gold itself
+            pass
+
     def _prefetch_gold(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None,
                        max_rows: int | None, max_memory: int | None) -> bool:
         """Send the case's (first) gold query to the query process now, unless its result is cached: what

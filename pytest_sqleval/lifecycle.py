@@ -95,6 +95,29 @@ def pytest_configure(config: pytest.Config) -> None:
     handler = SignalCleanup(cleanup)
     if handler.install():
         config.stash[_CLEANUP_KEY] = handler
+    _freeze_heap_at_exit()
+
+
+_FREEZE_AT_EXIT: list[bool] = []
+
+
+def _freeze_heap_at_exit() -> None:
+    """At interpreter exit (only then: an in-process run, pytester's, changes nothing), move every object to the
+    collector's permanent generation before the interpreter finalizes.
+
+    An evaluated run ends with a large heap (records, reports, items, the modules' caches) that the interpreter's
+    final garbage collections would traverse several times, each a full pass over every container, only to free
+    memory the process gives back anyway: ~0.3 s of CPU after the last line of a 1000-case run. Frozen, those
+    passes see only what is created after the freeze. Nothing of ours depends on a collection then: the query
+    processes, engines and build folders are closed and removed at unconfigure; ``atexit`` handlers and the
+    flushing of standard streams still run."""
+    if _FREEZE_AT_EXIT:
+        return
+    import atexit
+    import gc
+
+    _FREEZE_AT_EXIT.append(True)
+    atexit.register(gc.freeze)
 
 
 @pytest.hookimpl(optionalhook=True)

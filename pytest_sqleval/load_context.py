@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .errors import SuiteError
 from .yaml_lines import LineMapping
@@ -24,12 +24,25 @@ class LoadContext:
         self.directory = path.parent
         self.policy: Any = None  # the suite's `policy:`, the default of every case
         self.pass_if: Any = None  # the suite's rule, which some case forms cannot satisfy
+        self._resolved: dict[str, Path] = {}
+        self._memo: dict[Any, Any] = {}
 
     def error(self, message: str, line: int | None, fix: str = "") -> SuiteError:
         return SuiteError(message, path=self.path, line=line, fix=fix)
 
     def resolve(self, relative: str) -> Path:
-        return (self.directory / os.path.expanduser(relative)).resolve()
+        """``relative`` (``~`` expanded) against the suite's folder, absolute and resolved; once per distinct text
+        while this file loads (the cases of a suite name the same few files)."""
+        found = self._resolved.get(relative)
+        if found is None:
+            found = self._resolved[relative] = (self.directory / os.path.expanduser(relative)).resolve()
+        return found
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per ``key`` while this file loads (an exception is raised each time, never kept)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
 
 def check_keys(ctx: LoadContext, mapping: LineMapping, allowed: Iterable[str], what: str) -> None:

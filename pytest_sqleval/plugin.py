@@ -43,17 +43,37 @@ def pytest_plugin_registered(plugin, manager) -> None:
         return
     import importlib
 
+    _skip_assertion_rewriting(manager)
     for name in pytest_plugins:
         if manager.is_blocked(name) or manager.get_plugin(name) is not None:
             continue
-        rewrite_hook = getattr(manager, "rewrite_hook", None)
-        if rewrite_hook is not None:
-            rewrite_hook.mark_rewrite(name)
         manager.register(importlib.import_module(name), name)
+
+
+def _skip_assertion_rewriting(manager) -> None:
+    """Import the rest of the package normally, not through pytest's assertion rewriter.
+
+    pytest marks every package of an installed ``pytest11`` plugin for assertion rewriting, so each of our
+    modules would be loaded through its hook: a slower load of its own cached bytecode, and under
+    ``PYTHONDONTWRITEBYTECODE`` (CI machines often set it) an AST rewrite and compile of every module at every
+    start. No module of this package has an ``assert`` meant for users (the assertion helpers raise
+    :class:`~pytest_sqleval.assertions.SqlevalAssertionError` with their own message; ``assert verdict`` in a
+    user's test is rewritten as part of that test module), so the mark is dropped. The marks live in private
+    attributes of the hook: when a pytest version lacks them, nothing changes."""
+    hook = getattr(manager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if not isinstance(marked, set) or __package__ not in marked:
+        return
+    marked.discard(__package__)
+    decided = getattr(hook, "_marked_for_rewrite_cache", None)
+    if isinstance(decided, dict):
+        for name in [name for name in decided if name.partition(".")[0] == __package__]:
+            del decided[name]
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """The ``pytest_sqleval_*`` hooks (:mod:`pytest_sqleval.hookspec`)."""
+    _skip_assertion_rewriting(pluginmanager)  # pytest calls this hook first, when this module is registered
     from . import hookspec
 
     pluginmanager.add_hookspecs(hookspec)
@@ -62,7 +82,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 # --------------------------------------------------------------------------- configure
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqleval(suite, case): a case collected from a pytest-sqleval suite")
-    from .options import may_be_enabled  # registered (and assertion-rewritten) as one of pytest_plugins first
+    from .options import may_be_enabled  # registered as one of pytest_plugins first
 
     if not may_be_enabled(config):
         return  # inactive: nothing of the plugin is imported (the ini values are checked when it is enabled)
@@ -101,7 +121,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import SqlevalSession
 
     config.pluginmanager.register(SqlevalSession(config, state), "sqleval-session")
+    if is_worker(config) or _is_xdist_controller(config):
+        from .xdist_reports import PackedReports
+
+        config.pluginmanager.register(PackedReports(), "sqleval-packed-reports")
     if not config.option.collectonly and not _is_xdist_controller(config):
+        from .query_ahead_plugin import QueryAhead
+
+        config.pluginmanager.register(QueryAhead(), "sqleval-query-ahead")
         _start_query_process()
 
 

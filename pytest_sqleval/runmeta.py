@@ -79,7 +79,8 @@ def display(path: Path, rootdir: Path) -> str:
 
 
 def suite_files(suites: Iterable[Any], predictions: Path | None) -> list[Path]:
-    """Every file a score depends on: suite files, database files, setup scripts, schemas, predictions."""
+    """Every file a score depends on, once each, in order: suite files, database files, setup scripts, schemas,
+    predictions."""
     paths: list[Path] = []
     for suite in suites:
         paths.append(Path(suite.path))
@@ -94,7 +95,7 @@ def suite_files(suites: Iterable[Any], predictions: Path | None) -> list[Path]:
                 paths.append(Path(case.schema.tables_json))
     if predictions is not None:
         paths.append(Path(predictions))
-    return paths
+    return list(dict.fromkeys(paths))  # the cases of a suite share their files: resolve and hash each once
 
 
 def file_hashes(paths: Iterable[Path], rootdir: Path) -> dict[str, str]:

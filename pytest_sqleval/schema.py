@@ -45,6 +45,22 @@ class Schema:
     foreign_keys: tuple[ForeignKey, ...] = ()
     _table_index: dict[str, Table] = field(default=None, init=False, repr=False, compare=False)  # type: ignore[assignment]
     _column_index: dict[tuple[str, str], int] = field(default=None, init=False, repr=False, compare=False)  # type: ignore[assignment]
+    #: The hash, computed on first use: a schema is a key of several per-session caches, asked once or more per
+    #: case, and hashing it walks every table and foreign key. Never pickled (another process hashes text
+    #: differently).
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:  # the hash dataclass would compute (its fields that take part in ==), kept
+        known = self._hash
+        if known is None:
+            known = hash((self.tables, self.foreign_keys))
+            object.__setattr__(self, "_hash", known)
+        return known
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
 
     def __post_init__(self) -> None:
         tables = {t.name.lower(): t for t in self.tables}

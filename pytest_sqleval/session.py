@@ -24,6 +24,8 @@ class SqlevalSession:
         #: an xdist controller: it receives every case's reports and record as fresh copies from its workers
         self._controller = _runs_xdist_workers(config)
         self._shared = SharedValues(decoded=self._controller)
+        if not config.pluginmanager.has_plugin(PassedPhaseReports.NAME):
+            config.pluginmanager.register(PassedPhaseReports(config), PassedPhaseReports.NAME)
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
         from .collect import SuiteFile
@@ -87,6 +89,7 @@ class SqlevalSession:
         self._seen.add(key)
         if self._controller:  # a worker's record, decoded by execnet: every key and label a string of its own
             record = report.sqleval_record = self._shared.record(record)
+        self._shared.compact(record)  # serial: the item and the report hold this very dict, changed in place
         self.state.records.append(record)
 
     def _crashed_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
@@ -103,6 +106,7 @@ class SqlevalSession:
         result = yield
         if is_worker(self.config) or self.config.option.collectonly or self.state.settings.check_gold:
             return result
+        release_scoring_caches(self.state)
         self._summarize()
         self._build_report()
         from .deploygate_plugin import gate_failed
@@ -179,6 +183,65 @@ class SqlevalSession:
             terminalreporter.write_line(f"sqleval: {self.state.json_error}", red=True, bold=True)
 
 
+class PassedPhaseReports:
+    """What pytest keeps per finished case, cut to what its output needs.
+
+    The terminal reporter keeps every report to the end of the run: those of passed setups and teardowns under
+    the category ``""``, which it never counts nor shows; it reads them only for a teardown's captured output
+    (``sections``), in the failures' and ``-rP``'s sections. A 100,000-case run would hold 200,000 such reports;
+    those without sections change no output, so they are let go (the report of the call, and any report that
+    failed or captured output, are kept as they are).
+
+    An xdist worker sends each report to its controller, which keeps the record: the worker lets go of its own
+    reference to the record once the report is sent (its item's and its call report's), so that it does not
+    hold every record of its share of the run to the end.
+    """
+
+    NAME = "sqleval-passed-phase-reports"
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.worker = is_worker(config)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+        result = yield
+        if self.worker:  # the case's reports are sent: the controller holds the record
+            item.__dict__.pop("sqleval_record", None)
+        return result
+
+    @pytest.hookimpl(trylast=True)  # after the terminal reporter filed the report, and xdist sent it
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.worker and report.when == "call":
+            report.__dict__.pop("sqleval_record", None)
+        if report.when not in ("setup", "teardown") or not report.passed or report.sections:
+            return
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        kept = getattr(terminal, "stats", None)
+        kept = kept.get("") if isinstance(kept, dict) else None
+        if kept and kept[-1] is report:
+            kept.pop()
+
+
+def release_scoring_caches(state: SqlevalState) -> None:
+    """After the last case: let go of what only scoring uses (the evaluator's gold results, schemas and
+    readings; the parse and gold-shape caches), so that the summary and the report reuse that memory instead of
+    adding to the run's peak. Nothing is scored after the loop; a later use would only compute again."""
+    import gc
+    import sys
+
+    state._evaluator = None
+    for module, name in (("pytest_sqleval.metrics.exact_match.sqleval", "gold_shape"),
+                         ("pytest_sqleval.metrics.exact_match.spider", "normalised_gold")):
+        cached = getattr(sys.modules.get(module), name, None)
+        if hasattr(cached, "cache_clear"):
+            cached.cache_clear()
+    parsed = sys.modules.get("pytest_sqleval.sql.parsed")
+    if parsed is not None and hasattr(getattr(parsed, "_cache", None), "clear"):
+        parsed._cache.clear()
+    gc.collect()  # sqlglot trees point back to their parents: freed by the collector, now rather than later
+
+
 def _runs_xdist_workers(config: pytest.Config) -> bool:
     return not is_worker(config) and bool(getattr(config.option, "numprocesses", None)) \
         and getattr(config.option, "dist", "no") != "no"
@@ -193,15 +256,19 @@ class SharedValues:
     which changes no value: a 100,000-case run's controller holds far less.
     """
 
-    __slots__ = ("_text", "_open", "decoded")
+    __slots__ = ("_text", "_flat", "_open", "decoded")
 
     #: text up to this length is shared (keys, labels, paths); longer text (SQL, messages) is kept as it is
     SHORT = 200
+    #: keys whose text is each case's own (nothing to share: a table entry per case would only add memory)
+    OWN = frozenset(("id", "gold", "predicted", "question"))
 
     def __init__(self, decoded: bool) -> None:
         #: the reports were decoded from a worker's message (their text is not shared with anything yet)
         self.decoded = decoded
         self._text: dict[str, str] = {}
+        #: one dict per equal small dict of plain values (a record's ``clauses``: 14 flags, a few distinct sets)
+        self._flat: dict[tuple, dict] = {}
         #: node id -> (node id, location, keywords) of the case's first report, until its teardown report
         self._open: dict[str, tuple] = {}
 
@@ -216,10 +283,90 @@ class SharedValues:
         if kind is str:
             return self.text(value)
         if kind is dict:
-            return {self.text(k) if type(k) is str else k: self.record(v) for k, v in value.items()}
+            flat = self.flat(value)
+            if flat is not None:
+                return flat
+            return {self.text(k) if type(k) is str else k: v if k in self.OWN else self.record(v)
+                    for k, v in value.items()}
         if kind is list:
             return [self.record(v) for v in value]
         return value
+
+    #: the plain values a shared flat dict may hold (each keyed with its type: True, 1 and 1.0 stay apart)
+    _PLAIN = frozenset((bool, type(None)))
+
+    def flat(self, value: dict) -> dict | None:
+        """The one shared dict equal to ``value`` when it is a small dict of flags (a record's ``clauses``), else
+        None. Records are read, never changed, once reported: sharing them changes no value."""
+        if not 0 < len(value) <= 32:
+            return None
+        plain = self._PLAIN
+        for k, v in value.items():
+            if type(k) is not str or type(v) not in plain:
+                return None
+        key = tuple((k, v) for k, v in value.items())  # bools and None only: equal keys are identical values
+        shared = self._flat.get(key)
+        if shared is None:
+            if len(self._flat) >= 4096:  # flags that hardly repeat: keep them as they are
+                return None
+            shared = self._flat[key] = {self.text(k): v for k, v in value.items()}
+        return shared
+
+    def names(self, value: list) -> list | None:
+        """The one shared list equal to ``value`` when it is a short list of short text or of integers (a miss's
+        column names, its result shapes), else None."""
+        if not 0 < len(value) <= 32:
+            return None
+        kind = type(value[0])
+        if kind is str:
+            if not all(type(v) is str and len(v) <= self.SHORT for v in value):
+                return None
+        elif kind is int:
+            if not all(type(v) is int for v in value):
+                return None
+        else:
+            return None
+        key = (kind, *value)
+        shared = self._flat.get(key)
+        if shared is None:
+            if len(self._flat) >= 4096:
+                return None
+            shared = self._flat[key] = [self.text(v) for v in value] if kind is str else list(value)
+        return shared
+
+    def compact(self, record: dict) -> None:
+        """Share ``record``'s short text, flag dicts and a miss's column names and shapes in place (the serial
+        run: the record stays the same dict, the one its item and report hold); a miss's rows that are also in
+        its head rows are kept once."""
+        for key, value in record.items():
+            kind = type(value)
+            if kind is str:
+                if len(value) <= self.SHORT and key not in self.OWN:
+                    record[key] = self.text(value)
+            elif kind is dict:
+                flat = self.flat(value)
+                if flat is not None:
+                    record[key] = flat
+                elif key == "mismatch":
+                    self._mismatch(value)
+
+    def _mismatch(self, mismatch: dict) -> None:
+        for key, value in mismatch.items():
+            kind = type(value)
+            if kind is str:
+                if len(value) <= self.SHORT:
+                    mismatch[key] = self.text(value)
+            elif kind is list and key.endswith(("_columns", "_shape")):
+                shared = self.names(value)
+                if shared is not None:
+                    mismatch[key] = shared
+        for only, head in (("gold_only_rows", "gold_head"), ("predicted_only_rows", "predicted_head")):
+            rows, heads = mismatch.get(only), mismatch.get(head)
+            if type(rows) is list and type(heads) is list:
+                for i, row in enumerate(rows):
+                    same = next((h for h in heads if _same_row(row, h)), None)
+                    if same is not None:
+                        rows[i] = same
 
     def report(self, report: pytest.TestReport) -> None:
         """The setup, call and teardown reports of one case share one node id, location and keywords."""
@@ -233,15 +380,32 @@ class SharedValues:
             location = report.location
             if self.decoded and type(location) is tuple and len(location) == 3 and type(location[0]) is str:
                 location = report.location = (self.text(location[0]), location[1], location[2])
-            first = self._open[nodeid] = (nodeid, location, keywords)
+            #: pytest >= 9 keeps a parsed ``NodeId`` (``_id``) behind the ``nodeid`` property: share that object
+            first = self._open[nodeid] = (report.__dict__.get("_id", nodeid), location, keywords)
         else:
-            report.nodeid = first[0]
+            if "_id" in report.__dict__:  # setting ``nodeid`` would parse a new NodeId for every report
+                report.__dict__["_id"] = first[0]
+            else:
+                report.nodeid = first[0]
             if report.location == first[1]:
                 report.location = first[1]
             if getattr(report, "keywords", None) == first[2]:
                 report.keywords = first[2]
         if report.when == "teardown" or report.when not in ("setup", "call"):
             self._open.pop(nodeid, None)
+
+
+def _same_row(a: Any, b: Any) -> bool:
+    """Two rows of plain values that write the same JSON (True is not 1, -0.0 is not 0.0, NaN is nothing)."""
+    if type(a) is not list or type(b) is not list or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is y:
+            continue
+        kind = type(x)
+        if kind is not type(y) or kind not in (str, int, float) or x != y or (kind is float and x == 0.0):
+            return False
+    return True
 
 
 def _display_path(config: pytest.Config, path: str) -> str:

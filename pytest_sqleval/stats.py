@@ -177,7 +177,9 @@ def _resampled_sums(data: tuple[float, ...], seed: int, resamples: int) -> list[
             or not all(v == 0 or 2.0**-900 < abs(v) < 2.0**900 for v in distinct)
             or any(v == 0 and math.copysign(1.0, v) < 0 for v in data)):
         return None  # NaN and infinities fail the range test too; a -0.0 keeps fsum's sign rules
-    if "numpy" not in sys.modules and n * resamples < NUMPY_WORTH_IMPORTING:
+    global _plain_draws
+    if "numpy" not in sys.modules and _plain_draws + n * resamples < NUMPY_WORTH_IMPORTING:
+        _plain_draws += n * resamples
         return None  # a small run: importing numpy (~0.1 s) would cost more than it saves
     try:
         import numpy as np
@@ -206,15 +208,21 @@ def _resampled_sums(data: tuple[float, ...], seed: int, resamples: int) -> list[
     return means
 
 
-#: Draws per block of :func:`_resampled_sums` (each of its arrays then holds at most 32 MB).
-DRAWS_AT_ONCE = 1 << 22
+#: Draws per block of :func:`_resampled_sums` (each of its arrays then holds at most 8 MB; a few are alive at once:
+#: at 4 M draws they added ~90 MB to the peak of a run's summary, whatever its size).
+DRAWS_AT_ONCE = 1 << 20
 
 
 #: Distinct values up to which a bootstrap sums resamples by counting (beyond: the plain loop).
 MAX_DISTINCT_EXACT = 512
 
-#: Draws (cases x resamples) from which the fast path imports numpy (the plain loop takes ~0.13 us a draw).
+#: Draws (cases x resamples) from which the fast path imports numpy (the plain loop takes ~0.13 us a draw), counting
+#: the draws this process has already made the plain way: a summary asks for several intervals (each metric, overall
+#: and per difficulty), so small groups drawn first no longer keep the plain loop when the whole summary is large.
 NUMPY_WORTH_IMPORTING = 400_000
+
+#: Draws made by the plain loop so far in this process (see :data:`NUMPY_WORTH_IMPORTING`).
+_plain_draws = 0
 
 
 def sign_flip(differences: Sequence[float], *, seed: int = SEED, resamples: int = RESAMPLES) -> float:

@@ -7,6 +7,7 @@ into a test item, the evaluator reads it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
@@ -43,12 +44,17 @@ class DatabaseSpec:
     #: The suite's `connect_timeout:` (seconds), None for the run's setting; not part of the identity.
     connect_timeout: float | None = field(default=None, compare=False)
 
+    #: What the URL says, read once when the spec is made (:func:`url_facts`): a pickled suite carries it, so a
+    #: process that only reads suites (the xdist controller) never imports SQLAlchemy to parse URLs again.
+    _facts: tuple[str, Path | None] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_facts", url_facts(self.url))
+
     @property
     def dialect(self) -> str:
         """The SQLAlchemy backend name: sqlite, duckdb, postgresql, mysql, ... (``postgres://`` is postgresql)."""
-        parsed = parse_url(self.url)
-        backend = parsed.get_backend_name() if parsed is not None else self.url.split(":", 1)[0].split("+", 1)[0]
-        return "postgresql" if backend == "postgres" else backend
+        return self._facts[0]
 
     @property
     def display(self) -> str:
@@ -58,12 +64,21 @@ class DatabaseSpec:
     @property
     def file_path(self) -> Path | None:
         """The database file of a ``sqlite:///``/``duckdb:///`` URL, else None (in memory, or a server)."""
-        parsed = parse_url(self.url)
-        if parsed is None or parsed.get_backend_name() not in ("sqlite", "duckdb") or parsed.host:
-            return None
-        if not parsed.database or parsed.database == ":memory:":
-            return None
-        return Path(parsed.database)
+        return self._facts[1]
+
+
+@lru_cache(maxsize=1024)
+def url_facts(url: str) -> tuple[str, Path | None]:
+    """(dialect, database file) of a URL, read with SQLAlchemy's ``make_url`` (cached: the cases of a suite
+    share their URL)."""
+    parsed = parse_url(url)
+    backend = parsed.get_backend_name() if parsed is not None else url.split(":", 1)[0].split("+", 1)[0]
+    dialect = "postgresql" if backend == "postgres" else backend
+    if parsed is None or parsed.get_backend_name() not in ("sqlite", "duckdb") or parsed.host:
+        return dialect, None
+    if not parsed.database or parsed.database == ":memory:":
+        return dialect, None
+    return dialect, Path(parsed.database)
 
 
 def hide_password(url: str) -> str:

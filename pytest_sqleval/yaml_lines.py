@@ -107,7 +107,8 @@ def read_yaml(path: Path) -> Any:
             node = loader.get_single_node()
             if node is None:
                 return None
-            _check_alias_expansion(node)
+            if "&" in text:  # without an anchor (`&name`) there is no alias, so nothing can expand
+                _check_alias_expansion(node)
             return loader.construct_document(node)
         finally:
             loader.dispose()

@@ -24,7 +24,7 @@ ROOT = Path(pytest_sqleval.__file__).resolve().parent
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pytest glue", (
         "plugin", "*_plugin", "collect", "fixtures", "options", "state", "session", "outcomes", "xdist_*",
-        "hookspec", "builtins", "lifecycle", "cli", "cli_*", "cleanup",
+        "hookspec", "builtins", "lifecycle", "cli", "cli_*", "cleanup", "fast_setup",
     )),
     ("orchestration", (
         "evaluate", "aggregate", "thresholds", "report", "report.*", "loader", "yaml_lines", "load_context",

@@ -60,17 +60,25 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
     dialect = dialect or sqlglot_dialect(engine.dialect.name)
     engine_dialect = sqlglot_dialect(engine.dialect.name)
     allowed = frozenset(a.lower() for a in allow_functions)
-    sql, rewrite = official_statement(sql, dialect, rewrite)
-    if sql is None:  # a text without any statement runs nothing and returns no rows, as it does there
-        return QueryResult(columns=(), rows=[])
     target = target_of(engine) if sandbox_enabled() else None
     if target is not None:
+        # The query process cuts the official statement of a text of usual length itself (inside the time budget,
+        # on the text it tokenizes for the guard anyway), so this process does not tokenize the prediction; a
+        # longer text is cut here first, as before, so the guard's length limit applies to what would run.
+        cut_there = rewrite in STATEMENT_REWRITES and len(sql) <= CUT_IN_QUERY_PROCESS_CHARS
+        if not cut_there:
+            sql, rewrite = official_statement(sql, dialect, rewrite)
+            if sql is None:  # a text without any statement runs nothing and returns no rows, as it does there
+                return QueryResult(columns=(), rows=[])
         sandbox = process_sandbox()
         return (sandbox.submit if prefetch else sandbox.run)(
             target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect, rewrite=rewrite,
             allow_functions=allowed, role=role or _restricted_role(engine), engine_dialect=engine_dialect,
-            max_memory=DEFAULT_MAX_MEMORY if max_memory is None else max_memory,
+            max_memory=DEFAULT_MAX_MEMORY if max_memory is None else max_memory, cut_statement=cut_there,
         )
+    sql, rewrite = official_statement(sql, dialect, rewrite)
+    if sql is None:  # a text without any statement runs nothing and returns no rows, as it does there
+        return QueryResult(columns=(), rows=[])
     if prefetch:
         return None
     sql = prepare_sql(sql, dialect, untrusted=untrusted, rewrite=rewrite, allow_functions=allowed,
@@ -78,11 +86,21 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
     return execute_inline(engine, sql, timeout=timeout, max_rows=max_rows, role=role or _restricted_role(engine))
 
 
+#: The rewrites that first keep only the statement an official evaluator runs (:func:`official_statement`).
+STATEMENT_REWRITES = ("official_distinct", "sqlite3_statement")
+
+#: Texts up to this length are cut to their official statement in the query process (milliseconds at most);
+#: longer ones here, before they are sent.
+CUT_IN_QUERY_PROCESS_CHARS = 20_000
+
+
 @functools.lru_cache(maxsize=64)  # a prediction is sent twice (prefetch, then run): tokenized once
 def official_statement(sql: str, dialect: str, rewrite: str | None) -> tuple[str | None, str | None]:
     """For the reproduction profiles' rewrites, the statement the official evaluator runs (the rest never
-    runs; None when the text has none) and the rewrite still to apply to it; any other rewrite unchanged."""
-    if rewrite not in ("official_distinct", "sqlite3_statement"):
+    runs; None when the text has none) and the rewrite still to apply to it; any other rewrite unchanged.
+    Raises QueryError("rejected") where the official engine refuses the text (see :func:`.statements.official_text`).
+    Computed in the query process for a query sent there (:class:`.sandbox_worker.Worker`), else here."""
+    if rewrite not in STATEMENT_REWRITES:
         return sql, rewrite
     from ..sql.statements import official_text
 

@@ -107,15 +107,21 @@ class _Zygote:
         return _QueryProcess(pid, ours, max_memory, frozenset(self.backends))
 
     def close(self) -> None:
+        """End the zygote now. It only forks, so it has nothing to finish: it is killed and reaped at once rather
+        than waited for (its own exit frees every module it imported, ~0.1 s; longer if it is still importing them
+        at start-up). Its query processes die with it (their parent-death signal)."""
         try:
-            self.control.close()  # the zygote exits on end of input; its query processes die with it
+            self.control.close()  # (a zygote whose parent died without closing exits on this end of input)
         except OSError:
             pass
         try:
-            self.popen.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
+            self.popen.kill()  # nothing once it has been reaped
+        except OSError:
+            pass
+        try:
             self.popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 class _QueryProcess:
@@ -220,10 +226,14 @@ class QuerySandbox:
     # -- one query ----------------------------------------------------------------
     def run(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
             rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
-            max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None) -> QueryResult:
+            max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None,
+            cut_statement: bool = False) -> QueryResult:
+        """Run a query in the query process; ``cut_statement``: the query process first keeps only the statement
+        the official evaluator runs (:func:`.runner.official_statement`, for ``rewrite`` ``official_distinct`` or
+        ``sqlite3_statement``); without it the text is sent already cut."""
         request = _request(target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect,
                            rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
-                           engine_dialect=engine_dialect)
+                           engine_dialect=engine_dialect, cut_statement=cut_statement)
         with self._lock:
             sent = self._claim_pending(request)  # sent earlier by submit(): the query process has been working on it
             answer = self._await(sent if sent is not None else self._send(request))
@@ -231,7 +241,8 @@ class QuerySandbox:
 
     def submit(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
                rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
-               max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None) -> None:
+               max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None,
+               cut_statement: bool = False) -> None:
         """Send a query now; the :meth:`run` with the same arguments collects its answer.
 
         So the query process guards and runs a case's prediction while this process does other work for the
@@ -239,7 +250,7 @@ class QuerySandbox:
         the send, and a query that does not yield is killed at ``timeout + KILL_GRACE`` as always."""
         request = _request(target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect,
                            rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
-                           engine_dialect=engine_dialect)
+                           engine_dialect=engine_dialect, cut_statement=cut_statement)
         with self._lock:
             sent = self._claim_pending(request)
             if sent is not None:
@@ -312,11 +323,11 @@ class _Sent:
 
 def _request(target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
              rewrite: str | None, allow_functions: frozenset[str], role: str | None, max_memory: int | None,
-             engine_dialect: str | None) -> dict[str, Any]:
+             engine_dialect: str | None, cut_statement: bool = False) -> dict[str, Any]:
     return {
         "target": target, "sql": sql, "timeout": timeout, "max_rows": max_rows, "untrusted": untrusted,
         "dialect": dialect, "rewrite": rewrite, "allow_functions": frozenset(allow_functions), "role": role,
-        "max_memory": max_memory, "engine_dialect": engine_dialect,
+        "max_memory": max_memory, "engine_dialect": engine_dialect, "cut_statement": cut_statement,
     }
 
 

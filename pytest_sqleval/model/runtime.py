@@ -54,9 +54,15 @@ class DefaultPredictor:
         self.runtime = runtime
         self.function = function
         self.label = label
+        self._applies: dict[int, tuple[Any, bool]] = {}  # id(suite) -> (suite, answer): asked once per case
 
     def applies(self, suite) -> bool:
-        return self.function is not None or bool(self.runtime.model_config(suite).name)
+        if self.function is not None:
+            return True
+        known = self._applies.get(id(suite))
+        if known is None or known[0] is not suite:
+            known = self._applies[id(suite)] = (suite, bool(self.runtime.model_config(suite).name))
+        return known[1]
 
     def __call__(self, case: PredictorCase):
         if self.function is not None:
@@ -306,6 +312,11 @@ class PendingPrediction:
     @classmethod
     def ready(cls, result: PredictionResult) -> PendingPrediction:
         return cls(None, None, result)
+
+    @property
+    def known(self) -> PredictionResult | None:
+        """The prediction if it is known without waiting (a predictions file, ``predicted:``), else None."""
+        return self._result
 
     def resolve(self) -> PredictionResult:
         if self._result is None:

@@ -129,7 +129,7 @@ def _tokenize_checked(sql: str, dialect: str) -> list[Token]:
     if len(sql) > MAX_SQL_CHARS:
         raise SqlTooComplex(f"{TOO_LONG} ({len(sql):,} characters; the limit is {MAX_SQL_CHARS:,})")
     try:
-        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+        tokens = raw_tokens(sql, dialect)
     except (RecursionError, MemoryError) as exc:
         raise SqlTooComplex(too_complex_reason(exc)) from None
     if len(tokens) > MAX_SQL_TOKENS:
@@ -138,6 +138,22 @@ def _tokenize_checked(sql: str, dialect: str) -> list[Token]:
     if depth > MAX_NESTING_DEPTH:
         raise SqlTooComplex(f"{NESTED_TOO_DEEPLY} (nesting depth {depth}; the limit is {MAX_NESTING_DEPTH})")
     return tokens
+
+
+def raw_tokens(sql: str, dialect: str) -> list[Token]:
+    """``sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)``, without the limit checks (the caller applies its own
+    rules), shared and read only: the last few ``(text, dialect)`` are kept, so the steps that read a prediction's
+    tokens one after the other (the official statement cut before it is sent, then exact match's checks and the
+    parse) tokenize it once. Errors are raised each time, never kept; texts beyond :data:`MAX_SQL_CHARS` are not kept.
+    """
+    if type(sql) is not str or type(dialect) is not str or len(sql) > MAX_SQL_CHARS:
+        return sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    return _raw_tokens_kept(sql, dialect)
+
+
+@functools.lru_cache(maxsize=4)
+def _raw_tokens_kept(sql: str, dialect: str) -> list[Token]:
+    return sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
 
 
 def nesting_depth(tokens: Iterable[Token]) -> int:

@@ -20,18 +20,19 @@ returns ``None`` for it and the caller scores an empty result without running an
 
 from __future__ import annotations
 
-import sqlglot
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import QueryError
+from .limits import raw_tokens
 
 MODES = ("official_distinct", "sqlite3")
 
 
 def _tokens(sql: str, dialect: str) -> list[Token] | None:
+    """The tokens (shared with the other readers of the same text: read only), None when sqlglot cannot tokenize."""
     try:
-        return sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+        return raw_tokens(sql, dialect)
     except (SqlglotError, RecursionError, ValueError, TypeError, IndexError, KeyError):
         return None  # the guard will say why it cannot read the text; nothing is decided here
 

@@ -26,54 +26,33 @@ ever raised.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ...schema import Schema
-from ...sql.limits import bounded_stack
 from .options import EXACT_MATCH_PROFILES, ExactMatchOptions, resolve_exact_match
-from .spider import normalised_gold, spider_exact_match
-from .sqleval import gold_shape, sqleval_exact_match
-from .verdict import ExactMatchVerdict, GoldOutsideGrammar, GoldParseError, GoldTooComplex, GoldUnreadable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .match import exact_match, read_gold
+    from .verdict import ExactMatchVerdict, GoldOutsideGrammar, GoldParseError, GoldTooComplex, GoldUnreadable
 
 __all__ = [
     "EXACT_MATCH_PROFILES", "ExactMatchOptions", "ExactMatchVerdict", "GoldOutsideGrammar", "GoldParseError",
     "GoldTooComplex", "GoldUnreadable", "exact_match", "read_gold", "resolve_exact_match",
 ]
 
-
-@bounded_stack
-def exact_match(gold_sql: str, pred_sql: str, schema: Schema, *,
-                profile: str | Mapping[str, Any] | ExactMatchOptions | None = "sqleval",
-                dialect: str = "sqlite") -> ExactMatchVerdict:
-    """Compare ``pred_sql`` with ``gold_sql`` under an exact-match profile.
-
-    Raises :class:`GoldOutsideGrammar` (profile ``spider``), :class:`GoldParseError`
-    or :class:`GoldTooComplex` when the gold cannot be read: an error of the suite.
-    """
-    options = resolve_exact_match(profile)
-    if options.profile == "spider":
-        return spider_exact_match(gold_sql, pred_sql, schema, options, dialect)
-    return sqleval_exact_match(gold_sql, pred_sql, schema, options, dialect)
+#: Names loaded on first use (PEP 562): they import sqlglot, which a process that only reads suites (the xdist
+#: controller unpickling them) never needs.
+_LAZY = {
+    "exact_match": ".match", "read_gold": ".match",
+    "ExactMatchVerdict": ".verdict", "GoldOutsideGrammar": ".verdict", "GoldParseError": ".verdict",
+    "GoldTooComplex": ".verdict", "GoldUnreadable": ".verdict",
+}
 
 
-@bounded_stack
-def read_gold(gold_sql: str, schema: Schema, *,
-              profile: str | Mapping[str, Any] | ExactMatchOptions | None = "sqleval", dialect: str = "sqlite") -> None:
-    """Read ``gold_sql`` as :func:`exact_match` reads its gold, and keep the reading for the comparisons.
-
-    Raises exactly what :func:`exact_match` raises for this gold whatever the prediction (a
-    :class:`GoldUnreadable`; :class:`~pytest_sqleval.comparison.OptionError` for a bad profile): exact match
-    reads the gold before the prediction and turns every error of the prediction's side into a miss. Costs
-    half of ``exact_match(gold_sql, gold_sql, ...)``, the probe it replaces.
-    """
-    options = resolve_exact_match(profile)
-    _read_gold_as(options, gold_sql, schema, dialect)
-
-
-def _read_gold_as(options: ExactMatchOptions, gold_sql: str, schema: Schema, dialect: str) -> None:
-    # one frame as in exact_match -> spider_exact_match / sqleval_exact_match: the same recursion budget
-    if options.profile == "spider":
-        normalised_gold(gold_sql, schema, dialect)
-    else:
-        gold_shape(gold_sql, schema, dialect, options.values == "ignore")
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -66,6 +66,8 @@ def _multiset_match(pred: list[Any], gold: list[Any]) -> bool:
     """
     if len(pred) != len(gold):
         return False
+    if pred == gold:  # the same units in the same order (most matches): equal multisets, without the copies
+        return True
     return Counter(map(_hashable, pred)) == Counter(map(_hashable, gold))
 
 

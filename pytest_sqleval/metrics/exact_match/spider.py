@@ -37,6 +37,7 @@ score (...)``, ``too complex to score (...)``); such a gold raises
 from __future__ import annotations
 
 from collections import OrderedDict
+from contextlib import suppress
 from functools import lru_cache
 
 from ...schema import Schema
@@ -61,26 +62,35 @@ def spider_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: Ex
                        dialect: str) -> ExactMatchVerdict:
     gold = normalised_gold(gold_sql, schema, dialect)
     try:
-        if options.value_placeholder:
-            pred_sql = apply_value_placeholder(pred_sql)
-        # comments, junk after the query, a condition starting with NOT: what the official parser reads of it
-        reading = official_reading(pred_sql, dialect)
-        try:
-            if reading.text is None:
-                raise SqlParseError(f"the official parser fails on it ({reading.objection})")
+        key = (pred_sql, schema, dialect, options.value_placeholder)
+        known = _predictions.get(key)
+        if known is not None:  # the same prediction read for the same schema before (another case)
+            pred, reason = known
+            with suppress(KeyError):  # (dropped meanwhile by another thread: nothing to refresh)
+                _predictions.move_to_end(key)
+        else:
+            if options.value_placeholder:
+                pred_sql = apply_value_placeholder(pred_sql)
+            # comments, junk after the query, a condition starting with NOT: what the official parser reads of it
+            reading = official_reading(pred_sql, dialect)
             try:
-                pred = read_spider_sql(reading.text, schema, dialect=dialect).sql
-            except SqlParseError:
-                prefix = junk_free_prefix(reading.text, dialect)  # the official parser stops before the junk
-                if prefix is None:
-                    raise
-                pred = read_spider_sql(prefix, schema, dialect=dialect).sql
-            reason = None
-        except SqlParseError as exc:
-            pred, reason = empty_spider_sql(), f"parse_error: {exc}"
-        except OutsideGrammar as exc:
-            pred, reason = empty_spider_sql(), f"outside_spider_grammar: {exc.construct}"
-        clauses = spider_components(normalise_spider_sql(pred, schema), gold, legacy_from_check=options.legacy_from_check)
+                if reading.text is None:
+                    raise SqlParseError(f"the official parser fails on it ({reading.objection})")
+                try:
+                    pred = read_spider_sql(reading.text, schema, dialect=dialect).sql
+                except SqlParseError:
+                    prefix = junk_free_prefix(reading.text, dialect)  # the official parser stops before the junk
+                    if prefix is None:
+                        raise
+                    pred = read_spider_sql(prefix, schema, dialect=dialect).sql
+                reason = None
+            except SqlParseError as exc:
+                pred, reason = empty_spider_sql(), f"parse_error: {exc}"
+            except OutsideGrammar as exc:
+                pred, reason = empty_spider_sql(), f"outside_spider_grammar: {exc.construct}"
+            pred = normalise_spider_sql(pred, schema)
+            _remember_prediction(key, pred, reason)
+        clauses = spider_components(pred, gold, legacy_from_check=options.legacy_from_check)
     except Exception as exc:  # noqa: BLE001 - limits, recursion, memory or a bug: the prediction scores 0
         return unscorable(exc)
     if reason is None:
@@ -101,6 +111,23 @@ def normalised_gold(gold_sql: str, schema: Schema, dialect: str) -> SpiderSQL:
         raise GoldOutsideGrammar(exc.construct) from None
     except Exception as exc:  # noqa: BLE001 - limits, recursion, memory or a bug: the gold cannot be read
         raise gold_failure(exc) from None
+
+
+#: Normalised readings of predictions kept (least recently used dropped past this many): a model often writes the
+#: same text for the paraphrased questions of one database.
+PREDICTIONS_KEPT = 1024
+_predictions: OrderedDict[tuple[str, Schema, str, bool], tuple[SpiderSQL, str | None]] = OrderedDict()
+
+
+def _remember_prediction(key: tuple[str, Schema, str, bool], pred: SpiderSQL, reason: str | None) -> None:
+    """Keep a prediction's normalised SQL dict and reason (shared, read only: the components only read them).
+
+    Keyed by everything the reading depends on: the text as written, the schema, the dialect and the
+    ``value_placeholder`` option (``legacy_from_check`` only changes the comparison). A reading that raised is
+    never kept, so it is computed, and fails the same way, each time."""
+    _predictions[key] = (pred, reason)
+    if len(_predictions) > PREDICTIONS_KEPT:
+        _predictions.popitem(last=False)
 
 
 #: Strict readings of golds that :func:`normalised_gold` read, kept for the hardness classifier, which reads the
