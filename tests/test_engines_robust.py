@@ -416,3 +416,26 @@ def test_database_url_override_names_the_suites_it_does_not_move(pytester):
     assert "WARNING suite built" not in out
     cases = {c["id"]: c["database"] for c in json.loads(report.read_text())["cases"]}
     assert cases == {"a": f"sqlite:///{pytester.path / 'shop.sqlite'}", "b": "duckdb:// (built from shop.sql)"}
+
+
+def test_an_interrupted_close_leaves_what_it_did_not_do_to_the_next_close(tmp_path):
+    """An xdist worker's SIGTERM cleanup can be cut short (execnet raises KeyboardInterrupt in it once its
+    controller is gone): the close at unconfigure then drops what the first one did not."""
+    from pytest_sqleval.execution.engines import EngineFactory
+
+    factory = EngineFactory(build_dir=tmp_path)
+    calls = []
+
+    def cut_short_once():
+        calls.append("second built")
+        if calls.count("second built") == 1:
+            raise KeyboardInterrupt
+
+    factory._cleanups.extend([lambda: calls.append("first built"), cut_short_once])
+    with pytest.raises(KeyboardInterrupt):
+        factory.close()
+    assert calls == ["second built"]  # the last registered first, and it was interrupted
+    factory.close()
+    assert calls == ["second built", "second built", "first built"]
+    factory.close()
+    assert calls == ["second built", "second built", "first built"]  # nothing twice once done

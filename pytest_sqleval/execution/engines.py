@@ -91,21 +91,26 @@ class EngineFactory:
     def close(self) -> None:
         """Dispose the engines and drop what this process built; a failure is one warning line, never a traceback.
 
-        Safe to call twice and from a signal handler (the lists are emptied before the work).
+        Safe to call twice and from a signal handler, and resumable: each engine is taken off its list before it
+        is disposed, and each cleanup (the last registered first) once it has run, so a close that is interrupted
+        (an xdist worker's SIGTERM cleanup cut short by the KeyboardInterrupt execnet raises when its controller
+        is gone) leaves what it did not do to the next close, at unconfigure.
         """
-        engines, self._engines = list(self._engines.values()), {}
-        cleanups, self._cleanups = list(self._cleanups), []
-        for engine in engines:
+        while self._engines:
+            _, engine = self._engines.popitem()
             try:
                 engine.dispose()
             except Exception:  # noqa: BLE001 - best effort at teardown
                 pass
-        for cleanup in reversed(cleanups):
+        while self._cleanups:
+            cleanup = self._cleanups[-1]
             try:
                 cleanup()
             except Exception as exc:  # noqa: BLE001 - best effort at teardown, with a hint
                 _warn(f"sqleval: cleanup failed: {mask_secrets(first_line(exc))}; drop leftovers with "
                       "`python -m pytest_sqleval.cleanup URL`")
+            if self._cleanups and self._cleanups[-1] is cleanup:  # (a nested close may have taken it already)
+                self._cleanups.pop()
 
     # -- opening -------------------------------------------------------------
     def _open(self, spec: DatabaseSpec):
