@@ -439,3 +439,31 @@ def test_an_interrupted_close_leaves_what_it_did_not_do_to_the_next_close(tmp_pa
     assert calls == ["second built", "second built", "first built"]
     factory.close()
     assert calls == ["second built", "second built", "first built"]  # nothing twice once done
+
+
+def test_a_sigterm_cleanup_goes_on_after_a_keyboard_interrupt_nobody_typed(tmp_path):
+    """SIGTERM: a KeyboardInterrupt during the cleanup (execnet's, in an xdist worker) resumes it; SIGINT: a
+    second Ctrl-C stops it."""
+    import signal as signals
+
+    from pytest_sqleval.execution.engines import EngineFactory
+    from pytest_sqleval.lifecycle import SignalCleanup
+
+    for signum, finished in ((signals.SIGTERM, True), (signals.SIGINT, False)):
+        factory = EngineFactory(build_dir=tmp_path)
+        calls = []
+
+        def cut_short_once(calls=calls):
+            calls.append("drop")
+            if len(calls) == 1:
+                raise KeyboardInterrupt
+
+        factory._cleanups.append(cut_short_once)
+        handler = SignalCleanup(factory.close)
+        if finished:
+            handler.run_cleanup(signum)
+        else:
+            with pytest.raises(KeyboardInterrupt):
+                handler.run_cleanup(signum)
+        assert calls == (["drop", "drop"] if finished else ["drop"])
+        assert (not factory._cleanups) is finished
