@@ -67,19 +67,24 @@ def test_reports_that_differ_keep_their_own_values():
     assert call.keywords == {"c1": 1, "extra": 1} and call.location == ("s", 4, "c1")
 
 
-@pytest.fixture
-def shop(pytester: pytest.Pytester):
+def write_shop_suite(pytester: pytest.Pytester, cases: int) -> pytest.Pytester:
+    """A 30-row SQLite table and a suite of ``cases`` cases, every other one a miss."""
     db = pytester.path / "shop.sqlite"
     conn = sqlite3.connect(db)
     conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL)")
     conn.executemany("INSERT INTO items VALUES (?, ?, ?)", [(i, f"item {i}", i * 1.5) for i in range(30)])
     conn.commit()
     conn.close()
-    cases = "".join(
+    lines = "".join(
         f"  - id: c{i}\n    gold: SELECT name FROM items WHERE id > {i} ORDER BY id\n"
-        f"    predicted: SELECT name FROM items WHERE id > {i + i % 2} ORDER BY id\n" for i in range(12))
-    pytester.makefile(".sqleval.yaml", shop=f"suite: shop\ndatabase: shop.sqlite\ncases:\n{cases}")
+        f"    predicted: SELECT name FROM items WHERE id > {i + i % 2} ORDER BY id\n" for i in range(cases))
+    pytester.makefile(".sqleval.yaml", shop=f"suite: shop\ndatabase: shop.sqlite\ncases:\n{lines}")
     return pytester
+
+
+@pytest.fixture
+def shop(pytester: pytest.Pytester):
+    return write_shop_suite(pytester, 12)
 
 
 def test_xdist_report_and_markdown_equal_the_serial_run(shop: pytest.Pytester):

@@ -3,12 +3,12 @@ passed setup or teardown that captured nothing, shared flag dicts in the records
 worker once sent, and the scoring caches let go before the summary. Every output stays the same."""
 
 import json
-import sqlite3
 
 import pytest
 from _pytest.reports import TestReport
 
 from pytest_sqleval.session import SharedValues
+from test_memory import write_shop_suite
 
 
 def _report(when: str) -> TestReport:
@@ -59,17 +59,7 @@ def test_only_dicts_of_flags_are_shared_and_true_never_stands_for_one():
 
 @pytest.fixture
 def shop(pytester: pytest.Pytester):
-    db = pytester.path / "shop.sqlite"
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL)")
-    conn.executemany("INSERT INTO items VALUES (?, ?, ?)", [(i, f"item {i}", i * 1.5) for i in range(30)])
-    conn.commit()
-    conn.close()
-    cases = "".join(
-        f"  - id: c{i}\n    gold: SELECT name FROM items WHERE id > {i} ORDER BY id\n"
-        f"    predicted: SELECT name FROM items WHERE id > {i + i % 2} ORDER BY id\n" for i in range(8))
-    pytester.makefile(".sqleval.yaml", shop=f"suite: shop\ndatabase: shop.sqlite\ncases:\n{cases}")
-    return pytester
+    return write_shop_suite(pytester, 8)
 
 
 _PROBE = '''
