@@ -171,7 +171,7 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     from .record import ScoreContext
 
     suite = item.suite
-    limits = {"timeout": state.timeout_for(suite), "max_rows": state.max_rows_for(suite), **_limits(state, suite)}
+    limits = case_limits(state, suite)
     context = ScoreContext(engines=engines, dialect=prepared.dialect, limits=limits, prepared=prepared,
                            evaluator=state.evaluator, database=database, prediction_error=chosen.query_error)
     record: dict[str, Any] = {}
@@ -182,9 +182,10 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     return record
 
 
-def _limits(state, suite: Suite) -> dict[str, Any]:
-    """The per-suite limits beyond timeout and row cap: the memory cap and the user's allowed functions."""
-    return {"max_memory": state.max_memory_for(suite), "allow_functions": state.allowed_functions_for(suite)}
+def case_limits(state, suite: Suite) -> dict[str, Any]:
+    """The limits a suite's queries run under: timeout, row cap, memory cap and the user's allowed functions."""
+    return {"timeout": state.timeout_for(suite), "max_rows": state.max_rows_for(suite),
+            "max_memory": state.max_memory_for(suite), "allow_functions": state.allowed_functions_for(suite)}
 
 
 def check_gold_case(item: CaseItem, state, engines, prepared) -> None:

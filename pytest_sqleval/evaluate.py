@@ -215,6 +215,15 @@ class Evaluator:
         except Exception:  # noqa: BLE001 - prepare reads, runs and reports the same gold itself
             pass
 
+    def send_prediction_ahead(self, suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
+                              *, timeout: float | None, max_rows: int | None, max_memory: int | None,
+                              allow_functions: frozenset[str] = frozenset()) -> None:
+        """Send the prediction as :meth:`score` runs it (the same request), so that score collects the answer the
+        query process computed meanwhile. Errors are left to score, which runs it again and reports them."""
+        limits = {"max_memory": max_memory, "allow_functions": frozenset(allow_functions)}
+        prefetch_prediction(suite, prediction, engines, prepared, timeout or self.timeout, max_rows or self.max_rows,
+                            limits)
+
     def _prefetch_gold(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None,
                        max_rows: int | None, max_memory: int | None) -> bool:
         """Send the case's (first) gold query to the query process now, unless its result is cached: what
@@ -314,7 +323,8 @@ class Evaluator:
         limits = {"max_memory": max_memory, "allow_functions": frozenset(allow_functions)}
         if context is not None:
             context.gold_results = [run.result for run in prepared.gold]
-        prefetch_prediction(suite, prediction, engines, prepared, timeout, max_rows, limits)
+        self.send_prediction_ahead(suite, prediction, engines, prepared, timeout=timeout, max_rows=max_rows,
+                                   max_memory=max_memory, allow_functions=allow_functions)
         exact = exact_match_fields(case, suite, prediction, prepared)  # while the query process runs the prediction
         record.update(self._score_execution(suite, prediction, engines, prepared.gold, prepared.dialect, timeout, max_rows,
                                             limits=limits, alternatives=prepared.alternatives, case=case,

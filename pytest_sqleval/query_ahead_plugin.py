@@ -48,9 +48,8 @@ class QueryAhead:
 
 
 def _send_prediction(item) -> None:
-    """What ``Evaluator.score`` sends first in the call phase, sent now (same arguments as ``collect.score_case``)."""
-    from .collect import _limits
-    from .evaluate import prefetch_prediction
+    """What ``Evaluator.score`` sends first in the call phase, sent now (its limits: ``collect.case_limits``)."""
+    from .collect import case_limits
 
     state = sqleval_state(item.config)
     pending = item.funcargs.get("sqleval_prediction")
@@ -58,12 +57,10 @@ def _send_prediction(item) -> None:
     prepared = item.funcargs.get("sqleval_gold")
     if state.settings.check_gold or known is None or prepared is None:
         return  # gold checks run no prediction
-    suite = item.suite
     try:
         engines = state.case_engines(item.case, item.funcargs.get("sqleval_engine"))
-        limits = _limits(state, suite)
-        prefetch_prediction(suite, known.sql, engines, prepared, state.timeout_for(suite),
-                            state.max_rows_for(suite), {**limits, "allow_functions": frozenset(limits["allow_functions"])})
+        state.evaluator.send_prediction_ahead(item.suite, known.sql, engines, prepared,
+                                              **case_limits(state, item.suite))
     except Exception:  # noqa: BLE001 - the case sends it itself, and reports what fails, in its call phase
         return
 
