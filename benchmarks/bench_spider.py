@@ -4,7 +4,7 @@
 Run from the project root::
 
     python benchmarks/bench_spider.py --official-dir /tmp/official --official-python /tmp/official/venv/bin/python
-        [--repeats 5] [--workers 2] [--profile OUT.prof]
+        [--repeats 5] [--workers 2] [--profile OUT.prof] [--speedups-python VENV/bin/python]
 
 ``--official-dir`` is a scratch copy of ``../shared/reference/official/test-suite-sql-eval`` prepared as its
 README (``../shared/reference/official/README.md``) says (``preserve_line=True``; nltk + sqlparse installed for
@@ -90,7 +90,10 @@ def main() -> None:
     parser.add_argument("--spider", type=Path, default=SHARED)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--only", choices=("official", "serial", "xdist"), action="append",
+    parser.add_argument("--speedups-python", metavar="PYTHON",
+                        help="also time the serial run with this interpreter: one of a venv where "
+                             "`pip install -e '.[speedups]'` installed sqlglot's compiled build (sqlglotc)")
+    parser.add_argument("--only", choices=("official", "serial", "xdist", "speedups"), action="append",
                         help="run only these sides (repeatable)")
     parser.add_argument("--profile", metavar="OUT", help="also write a cProfile of one serial run to OUT")
     args = parser.parse_args()
@@ -115,6 +118,9 @@ def main() -> None:
             "serial": (plugin, folder, env),
             "xdist": (plugin + ["-n", str(args.workers)], folder, env),
         }
+        if args.speedups_python:  # the same command, its report written beside the serial one's
+            runs["speedups"] = ([args.speedups_python, *plugin[1:-1], f"--sqleval-json={folder / 'report-speedups.json'}"],
+                                folder, env)
         sides = [s for s in runs if not args.only or s in args.only]
         for name in sides:  # warm-up (file caches, bytecode), not timed
             timed(*runs[name])
@@ -122,6 +128,11 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "cProfile", "-o", args.profile, *plugin[1:]], cwd=folder,
                            stdout=subprocess.DEVNULL, env=env, check=False)
         report = json.loads((folder / "report.json").read_text(encoding="utf-8")) if (folder / "report.json").exists() else None
+        same_with_speedups = None
+        if report is not None and (folder / "report-speedups.json").exists():
+            other = json.loads((folder / "report-speedups.json").read_text(encoding="utf-8"))
+            same_with_speedups = {k: v for k, v in report.items() if k != "run"} == \
+                {k: v for k, v in other.items() if k != "run"}
         times: dict[str, list[float]] = {name: [] for name in sides}
         for _ in range(args.repeats):
             for name in sides:
@@ -145,6 +156,12 @@ def main() -> None:
             ratio = "1.00"
         print(f"| {name} | {statistics.median(times[name]):.2f} | {min(times[name]):.2f} | {ratio} | "
               f"{statistics.median(CPU[name]):.2f} |")
+    if same_with_speedups is not None:
+        print(f"the report with sqlglotc is {'identical to' if same_with_speedups else 'DIFFERENT from'} the serial "
+              "one (the run block aside)")
+    if "serial" in times and "speedups" in times:
+        print(f"speedups / serial (median of per-repetition ratios): "
+              f"{statistics.median(x / s for x, s in zip(times['speedups'], times['serial'])):.2f}")
     if "serial" in times and "xdist" in times:
         print(f"-n {args.workers} / serial (median of per-repetition ratios): "
               f"{statistics.median(x / s for x, s in zip(times['xdist'], times['serial'])):.2f}")

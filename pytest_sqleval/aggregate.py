@@ -154,8 +154,8 @@ def _count_rate(metric: Metric, records: Sequence[Mapping[str, Any]]) -> float |
 def breakdown(records: Sequence[Mapping[str, Any]], keys_of) -> dict[str, Any]:
     buckets: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
-        for key in keys_of(record):
-            buckets[str(key)].append(record)
+        for key in dict.fromkeys(map(str, keys_of(record))):  # a tag written twice counts the case once
+            buckets[key].append(record)
     result = {}
     for key, rows in sorted(buckets.items(), key=_level_order):
         metrics = case_metrics(rows)
@@ -180,22 +180,9 @@ def clause_accuracy(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def interaction_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """SParC aggregates; an interaction with a turn whose gold failed (a suite error) is left out."""
-    grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for record in records:
-        if record.get("interaction") is not None:
-            grouped[record["interaction"]].append(record)
-    by_interaction = {k: rs for k, rs in grouped.items() if all(r.get("outcome") != "error" for r in rs)}
-    turns = [r for rs in by_interaction.values() for r in rs]
-    metrics = {
-        "question_match": mean(r.get("passed_rule") for r in turns),
-        "interaction_match": mean(all(r.get("passed_rule") for r in rs) for rs in by_interaction.values()),
-    }
-    if all(r.get("execution_match") is not None for r in turns):
-        metrics["interaction_execution_accuracy"] = mean(
-            all(r.get("execution_match") for r in rs) for rs in by_interaction.values()
-        )
-    return {k: v for k, v in metrics.items() if v is not None}
+    """SParC aggregates: the means of :func:`interaction_vectors` (the same 0/1 values their intervals use)."""
+    means = {name: mean(values) for name, values in interaction_vectors(records).items()}
+    return {name: value for name, value in means.items() if value is not None}
 
 
 def turn_bucket(turn: int) -> str:
@@ -221,7 +208,10 @@ def turn_breakdown(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- intervals and the overall figure
 def interaction_vectors(records: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """The 0/1 outcomes behind question_match, interaction_match and interaction_execution_accuracy."""
+    """The 0/1 outcomes behind question_match (one per turn), interaction_match and
+    interaction_execution_accuracy (one per interaction). An interaction with a turn whose gold failed (a suite
+    error) is left out; a turn without a verdict (``passed_rule`` None, e.g. from an older merged report) is
+    not counted in question_match."""
     grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("interaction") is not None:
@@ -229,7 +219,7 @@ def interaction_vectors(records: Sequence[Mapping[str, Any]]) -> dict[str, list[
     complete = [rs for rs in grouped.values() if all(r.get("outcome") != "error" for r in rs)]
     turns = [r for rs in complete for r in rs]
     vectors = {
-        "question_match": [float(bool(r.get("passed_rule"))) for r in turns],
+        "question_match": [float(bool(r["passed_rule"])) for r in turns if r.get("passed_rule") is not None],
         "interaction_match": [float(all(r.get("passed_rule") for r in rs)) for rs in complete],
     }
     if all(r.get("execution_match") is not None for r in turns):

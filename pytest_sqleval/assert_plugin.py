@@ -97,7 +97,8 @@ def plain_test_engine(request: pytest.FixtureRequest, factory):
         spec = _spec(database, setup, origin)
         return factory.engine(spec)
     except DatabaseError as exc:
-        pytest.fail(f"{origin}: cannot open the database {database!r}: {exc}", pytrace=False)
+        problem = str(exc)
+    pytest.fail(f"{origin}: cannot open the database {database!r}: {problem}", pytrace=False)  # (not chained)
 
 
 def _database_target(node) -> tuple[str, list[str], str] | None:
@@ -151,6 +152,10 @@ def _spec(database: str, setup: list[str], where: str):
         if not Path(script).is_file():
             pytest.fail(f"{where}: setup script not found: {script}", pytrace=False)
     scripts = tuple(Path(s) for s in setup)
+    if database.rstrip("/") in ("sqlite:", "duckdb:") and not setup:
+        pytest.fail(f"{where}: {database} is an empty in-memory database; build it with setup scripts: "
+                    f"@pytest.mark.{MARKER}(\"{database}\", setup=[\"schema.sql\"]) (or, in the ini file, "
+                    "sqleval_database_setup lines)", pytrace=False)
     if "://" in database:
         if setup and database.startswith(("sqlite:///", "duckdb:///")) and len(database.split(":///", 1)[1]) > 0:
             pytest.fail(f"{where}: setup scripts build a fresh database; they cannot target an existing file: "
@@ -176,11 +181,11 @@ class QueryRunner:
 
     def __call__(self, sql: str, *, timeout: float | None = None, max_rows: int | None = None,
                  dialect: str | None = None):
-        from .defaults import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+        from .assertions import run_limits
         from .execution.runner import run_query
 
-        return run_query(self.engine, sql, timeout=timeout or DEFAULT_TIMEOUT, max_rows=max_rows or DEFAULT_MAX_ROWS,
-                         untrusted=True, dialect=dialect)
+        timeout, max_rows = run_limits(timeout, max_rows)
+        return run_query(self.engine, sql, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect)
 
 
 @pytest.fixture

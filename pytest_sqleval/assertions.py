@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .defaults import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from .results import QueryResult
+from .results import QueryResult, with_temporal_text
 
 __all__ = [
     "ExactMatchCheck", "ExecutionMatchCheck", "PolicyCheck", "SoftF1Check", "SqlevalAssertionError",
@@ -266,6 +266,7 @@ def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequen
     if clauses is not None:
         if isinstance(clauses, str):
             clauses = [clauses]
+        clauses = [c.strip().lower() if isinstance(c, str) else c for c in clauses]  # as pass_if reads them
         unknown = [c for c in clauses if c not in valid]
         if unknown or not clauses:
             raise ValueError(
@@ -471,8 +472,7 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
     from .metrics.execution_match import compare_results
 
     golds = _golds(gold, "assertion")
-    timeout = timeout or DEFAULT_TIMEOUT
-    max_rows = max_rows or DEFAULT_MAX_ROWS
+    timeout, max_rows = run_limits(timeout, max_rows)
     dialect = dialect or sqlglot_dialect(engine.dialect.name)
     evaluator = _evaluator(timeout, max_rows, engine)
     display = _display(engine)
@@ -486,9 +486,9 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
                 raise GoldError(f"{exc}\n  gold SQL: {_one_line(g.sql)}\n  the test's gold query is broken, "
                                 "not the prediction: fix the gold") from None
         else:
-            from .evaluate import GoldRun
+            from .evaluate import EXPECTED_ROWS, GoldRun
 
-            runs.append(GoldRun("expected rows", g.expected, g.ordered, None))
+            runs.append(GoldRun(EXPECTED_ROWS, with_temporal_text(g.expected), g.ordered, None))
     base = {"predicted": predicted}
     try:
         if predicted is None or not str(predicted).strip():
@@ -500,13 +500,30 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
                 for g in golds]
     scores = []
     for g, run in zip(golds, runs):
-        verdict = compare_results(run.result, pred, options, ordered=run.ordered, tie_groups=run.tie_groups)
-        f1 = case_soft_f1(run.result, pred, verdict, options)
+        side = pred if g.sql is not None else with_temporal_text(pred)  # expected rows: dates as ISO text
+        verdict = compare_results(run.result, side, options, ordered=run.ordered, tie_groups=run.tie_groups)
+        f1 = case_soft_f1(run.result, side, verdict, options)
         record = {**base, "gold": _label(g), "valid": True, "error": None, "soft_f1": f1,
                   "execution_match": verdict.match, "vacuous": verdict.vacuous,
-                  "mismatch": None if verdict.match else mismatch_record(run, pred, verdict)}
+                  "mismatch": None if verdict.match else mismatch_record(run, side, verdict)}
         scores.append(GoldScore(_label(g), g.sql, verdict.match, f1, record))
     return scores
+
+
+def run_limits(timeout: Any, max_rows: Any) -> tuple[float, int]:
+    """``timeout=``/``max_rows=`` of a helper, checked (None: the suites' defaults of 30 s and 100000 rows)."""
+    import math
+
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT
+    elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or timeout <= 0:
+        raise ValueError(f"timeout= must be a positive number of seconds, not {timeout!r}")
+    if max_rows is None:
+        max_rows = DEFAULT_MAX_ROWS
+    elif isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ValueError(f"max_rows= must be a whole number of rows, at least 1, not {max_rows!r}")
+    return float(timeout), max_rows
 
 
 _EVALUATORS: dict[tuple[float, int], Any] = {}

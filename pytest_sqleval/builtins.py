@@ -48,10 +48,13 @@ def pytest_sqleval_score_case(case: Any, suite: Any, prediction: str | None, rec
         max_rows=limits["max_rows"], database=context.database, max_memory=limits["max_memory"],
         allow_functions=limits["allow_functions"], prediction_error=context.prediction_error, context=context,
     ))
-    from .registry import active_registry
+    from .registry import MetricError, active_registry
 
     for metric in active_registry().scored():  # metrics registered with their own score(record, context)
-        record[metric.case_key or metric.name] = metric.score(record, context)
+        try:
+            record[metric.case_key or metric.name] = metric.score(record, context)
+        except Exception as exc:  # noqa: BLE001 - the case's error, naming the metric whose code failed
+            raise MetricError(f"metric {metric.name!r}: its score() raised {type(exc).__name__}: {exc}") from exc
 
 
 @pytest.hookimpl(tryfirst=True)

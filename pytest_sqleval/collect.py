@@ -22,7 +22,7 @@ from .outcomes import (
     internal_error_message,
     wants_traceback,
 )
-from .predictions import Prediction, load_predictions, unmatched_ids
+from .predictions import Prediction, conflicting_ids, load_predictions, unmatched_ids
 from .report.diff import render_miss
 from .state import sqleval_state
 from .suite import Case, Suite
@@ -37,6 +37,7 @@ class SuiteFile(pytest.File):
         state = sqleval_state(self.config)
         suite = load_suite_shared(self.path, state.engines.shared_build_dir)  # xdist: read once per run
         predictions = self._predictions(suite, state)
+        _check_unique_name(suite, state)
         state.register_suite(suite)
         fixtureinfo = None  # computed for the first item, then shared (as pytest shares it between parametrized items)
         fast = None
@@ -66,13 +67,18 @@ class SuiteFile(pytest.File):
         if suite.predictions_file is None:
             return None
         predictions = load_predictions(suite.predictions_file)
-        unknown = unmatched_ids(predictions, {c.id for c in suite.cases})
+        ids = {c.id for c in suite.cases}
+        unknown = unmatched_ids(predictions, ids | {f"{suite.name}::{i}" for i in ids})  # as --sqleval-predictions
         if unknown:
             raise SuiteError(
                 f"the predictions file {suite.predictions_file} has ids that match no case: {', '.join(unknown[:20])}",
                 path=self.path,
                 fix="fix the ids (a turn is <interaction>/<n>) or remove those lines",
             )
+        conflicts = conflicting_ids(predictions, {f"{suite.name}::{i}" for i in ids})
+        if conflicts:
+            raise SuiteError(f"the predictions file {suite.predictions_file}: {conflicts[0]}", path=self.path,
+                             fix="keep one line per case")
         return predictions
 
     @staticmethod
@@ -86,6 +92,19 @@ class SuiteFile(pytest.File):
         if isinstance(excinfo.value, SuiteError):
             return excinfo.value.render()
         return super().repr_failure(excinfo)
+
+
+def _check_unique_name(suite: Suite, state) -> None:
+    """Two files with one suite name would share `<suite>::<id>` predictions, baseline pairs and the overall
+    figures (their interactions merged): an error naming both files."""
+    for other in state.suites.values():
+        if other.name == suite.name and other.path != suite.path:
+            raise SuiteError(
+                f"the suite name {suite.name!r} is already used by {other.path}",
+                path=suite.path, line=1,
+                fix="give each suite file its own `suite:` name (reports, baselines and `<suite>::<id>` predictions "
+                    "tell suites apart by name; the default name is the file's stem)",
+            )
 
 
 def _add_markers(item: pytest.Item, case: Case, suite: Suite, markers: _MarkerRegistry) -> None:
@@ -169,6 +188,7 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     """Every ``pytest_sqleval_score_case`` implementation (the built-in scoring first), then ``pass_if``."""
     from .evaluate import rule_holds
     from .record import ScoreContext
+    from .registry import active_registry, check_case_value
 
     suite = item.suite
     limits = case_limits(state, suite)
@@ -177,6 +197,8 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     record: dict[str, Any] = {}
     item.config.hook.pytest_sqleval_score_case(case=item.case, suite=suite, prediction=item.prediction, record=record,
                                                context=context, config=item.config)
+    for metric in active_registry().user_case_metrics():  # a user's metric left a value the aggregates can use (none: nothing to do)
+        check_case_value(metric, record)
     record.update(chosen.record_fields())
     record["passed_rule"] = rule_holds(suite, record)
     return record
@@ -194,13 +216,17 @@ def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
     from .goldcheck import Finding, check_gold, findings_record
 
     findings: list[Finding] = []
-    for run, engine in zip(prepared.gold, engines):
-        for finding in check_gold(item.case.gold, run.result, engine, dialect=prepared.dialect,
-                                  timeout=state.timeout_for(item.suite), max_rows=state.max_rows_for(item.suite),
-                                  size_threshold=state.settings.gold_size):
-            if len(engines) > 1:
-                finding = Finding(finding.kind, finding.severity, f"{run.database}: {finding.message}")
-            findings.append(finding)
+    golds = item.case.accepted_golds or (item.case.gold,)  # expected rows: their vacuity and size only
+    for number, (gold, runs) in enumerate(zip(golds, (prepared.gold, *prepared.alternatives)), start=1):
+        for run, engine in zip(runs, engines):
+            for finding in check_gold(gold, run.result, engine, dialect=prepared.dialect,
+                                      timeout=state.timeout_for(item.suite), max_rows=state.max_rows_for(item.suite),
+                                      size_threshold=state.settings.gold_size):
+                where = [f"gold #{number}"] if len(golds) > 1 else []
+                where += [run.database] if len(engines) > 1 else []
+                if where:
+                    finding = Finding(finding.kind, finding.severity, f"{', '.join(where)}: {finding.message}")
+                findings.append(finding)
     record = base_record(item.case, item.suite, item.prediction, prepared, database=state.database_label(item.case))
     record.update(findings_record(findings))
     record["outcome"] = decide_outcome(record, strict=state.settings.strict)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SuiteError
-from .load_context import LoadContext, check_keys
+from .load_context import LoadContext, check_keys, yaml_type
 from .suite import DatabaseSpec, SchemaSource
 from .yaml_lines import LineMapping
 
@@ -76,7 +76,11 @@ def _database(ctx: LoadContext, value: Any, line: int | None) -> DatabaseSpec:
             raise ctx.error("setup scripts build a fresh database; they cannot target an existing file", value.line,
                             fix='use `url: "sqlite://"` or `"duckdb://"` (a file is built for you) or a server URL')
         return DatabaseSpec(url=spec.url, setup=setup, source=spec.source)
-    raise ctx.error(f"a database is a path, a URL or a mapping, not {type(value).__name__}", line,
+    if isinstance(value, list):
+        raise ctx.error("`database:` names one database, not a list", line,
+                        fix="write `database: shop.sqlite`; for several databases (test-suite accuracy) write "
+                            "`databases: [a.sqlite, b.sqlite]`")
+    raise ctx.error(f"a database is a path, a URL or a mapping, not {yaml_type(value)}", line,
                     fix="write `database: shop.sqlite` or `database: postgresql+psycopg://...`")
 
 
@@ -98,6 +102,10 @@ def _database_from_text(ctx: LoadContext, text: str, line: int | None) -> Databa
 
 
 def _require_file(ctx: LoadContext, path: Path, line: int | None) -> None:
+    if not path.is_file() and path.is_dir():
+        raise ctx.error(f"the database path is a directory, not a database file: {path}", line,
+                        fix="name the database file inside it (e.g. `database: data/shop.sqlite`), or use "
+                            "`databases: \"data/*.sqlite\"` for every database in it")
     if not path.is_file():
         raise ctx.error(f"database file not found: {path}", line,
                         fix="check the path (relative to the suite file), or give a SQLAlchemy URL such as "
@@ -144,10 +152,12 @@ def schema_source(ctx: LoadContext, value: Any, line: int | None) -> SchemaSourc
                         fix="write `schema: {tables: tables.json, db_id: concert_singer}`")
     check_keys(ctx, value, SCHEMA_KEYS, "schema")
     if "tables" not in value or "db_id" not in value:
-        raise ctx.error("`schema:` needs both `tables:` and `db_id:`", value.line)
+        raise ctx.error("`schema:` needs both `tables:` and `db_id:`", value.line,
+                        fix="write `schema: {tables: tables.json, db_id: concert_singer}`")
     path = ctx.resolve(str(value["tables"]))
     if not path.is_file():
-        raise ctx.error(f"schema file not found: {path}", value.key_lines["tables"])
+        raise ctx.error(f"schema file not found: {path}", value.key_lines["tables"],
+                        fix="give the path of a Spider-style tables.json, relative to the suite file")
     from .schema import SpiderTablesError, spider_db_ids
 
     try:

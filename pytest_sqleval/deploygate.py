@@ -203,14 +203,16 @@ def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alp
     label = rule.metric if suite != "overall" else f"overall:{rule.metric}"
     tolerance = f"{rule.tolerance:g}"
     significant = p < alpha
-    if drop > rule.tolerance and significant:
+    # a drop equal to the tolerance is within it: 1.0 - 0.7 is 0.30000000000000004 in floating point
+    within = drop <= rule.tolerance + 1e-9
+    if not within and significant:
         passed = False
         message = (f"FAIL {label} dropped {drop:.4f} vs baseline {evidence}: "
                    f"more than the tolerance {tolerance} and significant at alpha {alpha:g}")
     elif drop <= 0:
         passed = True
         message = f"PASS {label} {'+' if delta > 0 else ''}{delta:.4f} vs baseline {evidence}"
-    elif drop <= rule.tolerance:
+    elif within:
         passed = True
         message = f"PASS {label} dropped {drop:.4f} vs baseline {evidence}: within the tolerance {tolerance}"
     else:
@@ -292,6 +294,12 @@ def merge_reports(sources: Sequence[tuple[str, Mapping[str, Any]]], *, baseline:
                                exact_match_profile=template.get("exact_match_profile"), pass_if=template.get("pass_if"),
                                aggregates=aggregates, verdicts=[t.check(aggregates) for t in thresholds[name]])
         suites.append(suite_entry(summary))
+    from .model.usage import usage
+
+    for entry in suites:  # per suite: the model calls' count, tokens, latency and cost, as one run reports them
+        block = usage([c for c in cases if c["suite"] == entry["name"]])
+        if block is not None:
+            entry["model"] = block
     first = sources[0][1]
     options = GateOptions.from_report(first)
     overall = merge(*(GateOptions.from_report(r).overall_thresholds for _, r in sources))

@@ -24,7 +24,7 @@ from .metrics.soft_f1 import soft_f1
 from .metrics.tie_groups import tie_group_starts
 from .record import CaseRecord, ScoreContext
 from .registry import active_registry
-from .results import QueryResult
+from .results import QueryResult, with_temporal_text
 from .schema import Schema
 from .sql.ordering import plan_order
 from .sql.rewrite import prediction_rewrite, strip_distinct
@@ -373,6 +373,8 @@ class Evaluator:
         for runs in (tuple(gold), *alternatives):
             per_database = []
             for run, pred_result in zip(runs, predicted):
+                if run.database == EXPECTED_ROWS:  # hand-written rows: dates meet the engine's as ISO text
+                    pred_result = with_temporal_text(pred_result)
                 verdict = compare_results(run.result, pred_result, options, ordered=run.ordered, tie_groups=run.tie_groups)
                 per_database.append((run, pred_result, verdict))
             first_run, first_pred, first_verdict = per_database[0]
@@ -418,10 +420,15 @@ class Prepared:
     alternatives: tuple[tuple[GoldRun, ...], ...] = ()
 
 
+#: The ``database`` of a GoldRun that holds a case's ``expected:`` rows.
+EXPECTED_ROWS = "expected rows"
+
+
 def expected_run(expected) -> GoldRun:
-    """A case's ``expected:`` rows, standing where a gold query's result would."""
+    """A case's ``expected:`` rows, standing where a gold query's result would (dates as ISO text, as the
+    prediction's are when compared with them)."""
     result = QueryResult(columns=tuple(expected.columns), rows=[tuple(r) for r in expected.rows])
-    return GoldRun("expected rows", result, bool(expected.ordered), None)
+    return GoldRun(EXPECTED_ROWS, with_temporal_text(result), bool(expected.ordered), None)
 
 
 def shape_record(case: Case | None, result: QueryResult | None) -> dict[str, Any] | None:
@@ -606,8 +613,8 @@ def mismatch_record(run: GoldRun, pred: QueryResult, verdict) -> dict[str, Any]:
         "detail": verdict.detail,
         "gold_shape": [len(run.result.rows), run.result.column_count],
         "predicted_shape": [len(pred.rows), pred.column_count],
-        "gold_columns": list(run.result.columns),
-        "predicted_columns": list(pred.columns),
+        "gold_columns": [jsonable(c) for c in run.result.columns[:MAX_REPORT_COLUMNS]],
+        "predicted_columns": [jsonable(c) for c in pred.columns[:MAX_REPORT_COLUMNS]],
         "gold_only_rows": [jsonable_row(r) for r in list(verdict.gold_only_rows)[:DIFF_ROWS]],
         "predicted_only_rows": [jsonable_row(r) for r in list(verdict.pred_only_rows)[:DIFF_ROWS]],
         "gold_head": [jsonable_row(r) for r in list(run.result.rows[:DIFF_ROWS])],
@@ -616,19 +623,37 @@ def mismatch_record(run: GoldRun, pred: QueryResult, verdict) -> dict[str, Any]:
 
 
 def jsonable_row(row: Sequence[Any]) -> list[Any]:
-    return [jsonable(v) for v in row]
+    return [jsonable(v) for v in row[:MAX_REPORT_COLUMNS]]
+
+
+#: Longest text a report shows for one database value (a result's cell); longer text is cut, saying its length.
+MAX_REPORT_VALUE_CHARS = 1000
+
+#: Columns a report shows of a result (names and rows); its shape still gives the full count.
+MAX_REPORT_COLUMNS = 100
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON primitive standing for a database value (for reports only)."""
-    if value is None or isinstance(value, (bool, int, str)):
+    """A JSON primitive standing for a database value (for reports only); text longer than
+    :data:`MAX_REPORT_VALUE_CHARS` is cut (a prediction can return megabytes per value)."""
+    if value is None or isinstance(value, (bool, int)):
         return value
+    if isinstance(value, str):
+        return value if len(value) <= MAX_REPORT_VALUE_CHARS else _cut(value)
     if isinstance(value, float):
         return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
     if isinstance(value, decimal.Decimal):
         return float(value) if value.is_finite() else str(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return "x'" + bytes(value).hex() + "'"
+        value = bytes(value)
+        if 2 * len(value) + 3 > MAX_REPORT_VALUE_CHARS:
+            return f"x'{value[:MAX_REPORT_VALUE_CHARS // 2].hex()}'… ({len(value)} bytes)"
+        return "x'" + value.hex() + "'"
     if isinstance(value, (_dt.date, _dt.datetime, _dt.time)):
         return value.isoformat()
-    return str(value)
+    text = str(value)
+    return text if len(text) <= MAX_REPORT_VALUE_CHARS else _cut(text)
+
+
+def _cut(text: str) -> str:
+    return f"{text[:MAX_REPORT_VALUE_CHARS]}… ({len(text)} characters)"

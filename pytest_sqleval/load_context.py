@@ -45,6 +45,21 @@ class LoadContext:
         return self._memo[key]
 
 
+def yaml_type(value: Any) -> str:
+    """What a YAML value is, in the words of a suite's author (never an internal class name)."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "empty"
+    return "text" if isinstance(value, str) else type(value).__name__
+
+
 def check_keys(ctx: LoadContext, mapping: LineMapping, allowed: Iterable[str], what: str) -> None:
     """Refuse a key not in ``allowed``, suggesting the closest allowed key (a typo is the usual cause)."""
     allowed = tuple(allowed)
@@ -52,5 +67,8 @@ def check_keys(ctx: LoadContext, mapping: LineMapping, allowed: Iterable[str], w
         if key not in allowed:
             close = difflib.get_close_matches(str(key), allowed, n=1)
             hint = f"did you mean `{close[0]}`? " if close else ""
+            if not close and " " in str(key).strip():  # `{gold: SELECT a, b FROM t}`: YAML split the SQL at a comma
+                hint = ("quote the SQL before it: in a flow mapping `{...}` YAML splits unquoted text at each comma "
+                        "(write `gold: \"SELECT a, b FROM t\"`, or use block style); ")
             raise ctx.error(f"unknown key {key!r} in {what}", mapping.key_lines.get(key, mapping.line),
                             fix=f"{hint}allowed keys: {', '.join(allowed)}")

@@ -16,7 +16,8 @@ from typing import Any, Mapping
 
 from .comparison import ComparisonOptions
 from .database_specs import case_databases, schema_source, suite_databases
-from .load_context import LoadContext, check_keys
+from .load_context import LoadContext, check_keys, yaml_type
+from .results import temporal_as_text
 from .suite import Case, DatabaseSpec, SchemaSource, Suite
 from .suite_options import read_policy, read_suite_options
 from .yaml_lines import LineMapping, read_yaml
@@ -34,6 +35,10 @@ CASE_KEYS = (
 TURN_KEYS = ("question", "gold", "predicted", "notes", "metadata", "expected", "expect_columns", "expect_rows", "policy",
              "evidence")
 EXPECTED_KEYS = ("columns", "rows", "ordered")
+#: Markers with a behaviour of their own (pytest's and the plugin's): a tag so named would skip the case, make it
+#: xfail or break its collection instead of labelling it.
+RESERVED_TAGS = ("skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst", "trylast",
+                 "sqleval", "sqleval_database")
 
 #: Largest `metadata:` of one case, as JSON text (bytes); it is copied into every report.
 MAX_METADATA_BYTES = 64 * 1024
@@ -54,7 +59,7 @@ def load_suite(path: str | Path, profiles: Mapping[str, ComparisonOptions] | Non
     check_keys(ctx, data, SUITE_KEYS, "suite")
     lines = data.key_lines
 
-    name = str(data.get("suite") or _stem(path))
+    name = _text_value(ctx, data, "suite") or _stem(path)
     suite_dbs = suite_databases(ctx, data)
     suite_schema = schema_source(ctx, data.get("schema"), lines.get("schema")) if "schema" in data else None
     options = read_suite_options(ctx, data, profiles)
@@ -68,7 +73,7 @@ def load_suite(path: str | Path, profiles: Mapping[str, ComparisonOptions] | Non
         name=name,
         path=path,
         cases=tuple(cases),
-        description=str(data.get("description") or ""),
+        description=_text_value(ctx, data, "description") or "",
         model=_model_keys(path, data),
         **options,
     )
@@ -94,7 +99,7 @@ def _with_connect_timeout(cases: list[Case], seconds: float) -> list[Case]:
 def _stem(path: Path) -> str:
     name = path.name
     for suffix in (".sqleval.yaml", ".sqleval.yml", ".yaml", ".yml"):
-        if name.endswith(suffix):
+        if name.lower().endswith(suffix):
             return name[: -len(suffix)]
     return path.stem
 
@@ -129,12 +134,14 @@ def _case_id(ctx: LoadContext, entry: LineMapping, position: int) -> str:
         raise ctx.error(f"case #{position + 1} has no `id`", entry.line, fix="give every case a unique `id:`")
     raw = entry["id"]
     if isinstance(raw, bool) or not isinstance(raw, (str, int)) or not str(raw).strip():
-        raise ctx.error(f"case id must be a non-empty string, not {raw!r}", entry.key_lines["id"])
+        raise ctx.error(f"case id must be a non-empty string, not {raw!r}", entry.key_lines["id"],
+                        fix="write e.g. `id: shop-count` (letters, digits, '-', '_' or '.')")
     case_id = str(raw).strip()
-    bad = [ch for ch in ("/", "[", "]", " ", "\t") if ch in case_id]
+    bad = [ch for ch in ("/", "[", "]", " ", "\t", "::") if ch in case_id]  # `::` splits pytest node ids
     if bad:
         raise ctx.error(f"case id {case_id!r} contains {bad[0]!r}", entry.key_lines["id"],
-                        fix="use letters, digits, '-', '_' or '.' ('/' and '[n]' address interaction turns)")
+                        fix="use letters, digits, '-', '_' or '.' ('/' and '[n]' address interaction turns, "
+                            "'::' separates a suite from a case)")
     return case_id
 
 
@@ -173,10 +180,10 @@ def _expand_case(
             index=first_index,
             line=entry.line,
             **forms,
-            question=_optional_text(entry.get("question")),
+            question=_text_value(ctx, entry, "question", case_id),
             predicted=_sql_text(ctx, entry, "predicted", case_id, required=False),
             has_prediction="predicted" in entry,
-            evidence=_optional_text(entry.get("evidence")),
+            evidence=_text_value(ctx, entry, "evidence", case_id),
             **common,
         )
     ]
@@ -205,10 +212,10 @@ def _turns(ctx: LoadContext, entry: LineMapping, case_id: str, first_index: int,
                 index=first_index + number - 1,
                 line=turn_line,
                 **_gold_forms(ctx, turn, where, common["databases"]),
-                question=_optional_text(turn.get("question")),
+                question=_text_value(ctx, turn, "question", where),
                 predicted=_sql_text(ctx, turn, "predicted", where, required=False),
                 has_prediction="predicted" in turn,
-                evidence=_optional_text(turn.get("evidence", entry.get("evidence"))),
+                evidence=_text_value(ctx, turn if "evidence" in turn else entry, "evidence", where),
                 interaction=case_id,
                 turn=number,
                 **turn_common,
@@ -228,7 +235,7 @@ def _sql_text(ctx: LoadContext, entry: LineMapping, key: str, where: str, *, req
             raise ctx.error(f"`{key}:` of {where!r} is empty", entry.key_lines[key], fix=f"write the {key} SQL after `{key}:`")
         return None
     if not isinstance(value, str):
-        raise ctx.error(f"`{key}:` of {where!r} must be SQL text, not {type(value).__name__}", entry.key_lines[key],
+        raise ctx.error(f"`{key}:` of {where!r} must be SQL text, not {yaml_type(value)}", entry.key_lines[key],
                         fix="quote the SQL, or use a block scalar: `gold: |` followed by indented lines")
     if required and not value.strip():
         raise ctx.error(f"`{key}:` of {where!r} is empty", entry.key_lines[key], fix=f"write the {key} SQL after `{key}:`")
@@ -311,13 +318,15 @@ def _expected(ctx: LoadContext, value: Any, line: int, where: str):
                             fix="every row has one value per column")
         for cell in row:
             if isinstance(cell, (dict, list)):
-                raise ctx.error(f"expected row {position + 1} of {where!r} holds a {type(cell).__name__}; "
+                raise ctx.error(f"expected row {position + 1} of {where!r} holds {yaml_type(cell)}; "
                                 "cells are single values", lines["rows"], fix="write numbers, text, true/false or null")
     ordered = value.get("ordered", False)
     if not isinstance(ordered, bool):
-        raise ctx.error(f"`ordered:` of the expected rows of {where!r} must be true or false", lines["ordered"])
+        raise ctx.error(f"`ordered:` of the expected rows of {where!r} must be true or false", lines["ordered"],
+                        fix="write `ordered: true` to compare the rows in order, or leave it out")
     names = tuple(columns) if columns is not None else tuple(f"c{i}" for i in range(width))
-    return ExpectedRows(columns=names, rows=tuple(tuple(_plain(c) for c in r) for r in rows), ordered=ordered)
+    return ExpectedRows(columns=names, rows=tuple(tuple(_plain(temporal_as_text(c)) for c in r) for r in rows),
+                        ordered=ordered)
 
 
 def _expect_columns(ctx: LoadContext, value: Any, line: int, where: str) -> tuple[str, ...] | int:
@@ -379,8 +388,18 @@ def _plain(value: Any, budget: list[int] | None = None) -> Any:
     return text
 
 
-def _optional_text(value: Any) -> str | None:
-    return None if value is None else str(value)
+def _text_value(ctx: LoadContext, mapping: LineMapping, key: str, where: str = "") -> str | None:
+    """A text field (`suite:`, `description:`, `question:`, `evidence:`): text or a number, never a list, a
+    mapping or a YAML true/false (an unquoted `yes` or `no`), which str() would silently turn into other text."""
+    value = mapping.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    of = f" of {where!r}" if where else ""
+    raise ctx.error(f"`{key}:`{of} must be text, not {yaml_type(value)}", mapping.key_lines.get(key, mapping.line),
+                    fix=f"quote it: `{key}: \"...\"` (YAML reads unquoted yes/no/true/false as true/false, "
+                        "[...] as a list and {...} as a mapping)")
 
 
 def _difficulty_label(ctx: LoadContext, entry: LineMapping) -> str | None:
@@ -389,8 +408,12 @@ def _difficulty_label(ctx: LoadContext, entry: LineMapping) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise ctx.error(f"difficulty must be a label such as easy/medium/hard/extra, not {value!r}",
-                        entry.key_lines["difficulty"])
+                        entry.key_lines["difficulty"],
+                        fix="write e.g. `difficulty: hard`, or leave it out to classify the gold SQL")
     return value.strip()
+
+
+_ACTS = {"skip": "skip the case", "skipif": "skip the case", "xfail": "mark the case as expected to fail"}
 
 
 def _tags(ctx: LoadContext, entry: LineMapping) -> tuple[str, ...]:
@@ -407,6 +430,10 @@ def _tags(ctx: LoadContext, entry: LineMapping) -> tuple[str, ...]:
         if not isinstance(tag, str) or not tag.isidentifier():
             raise ctx.error(f"tag {tag!r} is not a valid marker name", line,
                             fix="use letters, digits and '_' (tags become pytest markers usable with -m)")
+        if tag in RESERVED_TAGS:
+            acts = _ACTS.get(tag, "change how the case is collected or run")
+            raise ctx.error(f"tag {tag!r} is the name of a pytest marker that acts on the test (it would {acts})",
+                            line, fix=f"rename the tag, e.g. `{tag}_case` (tags become pytest markers usable with -m)")
         tags.append(tag)
     return tuple(tags)
 

@@ -230,6 +230,11 @@ def sqleval_predictor(request: pytest.FixtureRequest):
     """
     runtime = request.config.stash.get(RUNTIME_KEY, None)
     if runtime is None:
+        given = [f"--sqleval-{name}" for name in ("predictor", "model")
+                 if request.config.getoption(f"sqleval_{name}", None)]
+        if given:  # asked for on the command line, but the model runs only in a --sqleval run
+            pytest.fail(f"sqleval_predictor: {given[0]} is given without --sqleval; the model runs only in a "
+                        "--sqleval run: add --sqleval (plain test files run under it too)", pytrace=False)
         return None
     from .model.runtime import DefaultPredictor
 

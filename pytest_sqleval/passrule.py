@@ -41,6 +41,11 @@ class PassRuleError(ValueError):
     pass
 
 
+#: Per-case scores that lie between 0 and 1: a rule comparing them with a number outside can never hold (or
+#: always holds), which would turn every case into a silent miss.
+UNIT_SCORES = ("soft_f1", "bird_soft_f1")
+
+
 @dataclass(frozen=True)
 class Condition:
     metric: str
@@ -143,6 +148,11 @@ def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
             value = float(tokens[i + 1])
         except ValueError:
             raise PassRuleError(f"{metric} {op} needs a number, not {tokens[i + 1]!r}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise PassRuleError(f"{metric} {op} needs a finite number, not {tokens[i + 1]!r}")
+        if metric in UNIT_SCORES and not 0.0 <= value <= 1.0:
+            raise PassRuleError(f"{metric} is a score from 0 to 1, so '{metric} {op} {tokens[i + 1]}' cannot decide "
+                                f"a case; compare it with a number from 0 to 1, e.g. '{metric} >= 0.8'")
         return Condition(metric, op, value), i + 2
     if kind == "score":
         raise PassRuleError(f"{metric} is a score: compare it, e.g. '{metric} >= 0.8'")

@@ -134,11 +134,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _register_metrics(config: pytest.Config) -> None:
     """The session's metric registry: the built-ins, then every ``pytest_sqleval_register_metrics``."""
-    from .registry import MetricRegistry, use_registry
+    from .registry import MetricError, MetricRegistry, use_registry
 
     registry = MetricRegistry()  # the built-ins come from pytest_sqleval.builtins' implementation
     use_registry(registry)
-    config.hook.pytest_sqleval_register_metrics.call_historic(kwargs={"registry": registry, "config": config})
+    try:
+        config.hook.pytest_sqleval_register_metrics.call_historic(kwargs={"registry": registry, "config": config})
+    except MetricError as exc:  # a bad registration in a conftest.py or plugin: a usage error, not a traceback
+        raise pytest.UsageError(f"pytest_sqleval_register_metrics: {exc}") from None
 
 
 def _register_profiles(config: pytest.Config) -> None:

@@ -100,12 +100,15 @@ def check_policy(sql: str | None, policy: Policy | Mapping[str, Any], *, dialect
     import sqlglot
     from sqlglot.errors import SqlglotError
 
+    from .sql.limits import parse_bounded
+
     policy = Policy.from_mapping(policy)
     if sql is None or not str(sql).strip():
         return PolicyVerdict(False, ("there is no prediction to check",))
     try:
-        # (a comment after the last ';' is a bare Semicolon node, not a statement)
-        trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None and not isinstance(t, sqlglot.exp.Semicolon)]
+        # (a comment after the last ';' is a bare Semicolon node, not a statement); within the documented limits
+        # of length, nesting and work (sql/limits.py): the prediction is untrusted and this runs in the pytest process
+        trees = [t for t in parse_bounded(sql, dialect) if t is not None and not isinstance(t, sqlglot.exp.Semicolon)]
     except SqlglotError as exc:
         return PolicyVerdict(False, (f"the prediction cannot be parsed ({dialect}): {_first_line(exc)}",))
     if len(trees) != 1:

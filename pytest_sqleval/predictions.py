@@ -64,6 +64,7 @@ def load_predictions(path: str | Path) -> dict[str, Prediction]:
         raise SuiteError(f"cannot read the predictions file: {exc.strerror}", path=path,
                          fix="pass an existing JSON Lines file to --sqleval-predictions") from None
     predictions: dict[str, Prediction] = {}
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Windows tools write one): not part of line 1
     for number, line_bytes in enumerate(raw.splitlines(), start=1):
         line = line_bytes.decode("utf-8", errors="surrogateescape").strip()
         if not line:
@@ -74,6 +75,11 @@ def load_predictions(path: str | Path) -> dict[str, Prediction]:
             raise SuiteError(f"duplicate prediction for case {prediction.case_id!r} (first on line {first})",
                              path=path, line=number, fix="keep one prediction per case id")
         predictions[prediction.case_id] = prediction
+    if not predictions:  # every case would miss with no_prediction: a broken pipeline, not a model's score of 0
+        raise SuiteError("the predictions file holds no predictions (it is empty or has only blank lines)",
+                         path=path, fix='check that the model\'s predictions were written; write one '
+                                        '{"id": "case-id", "sql": "SELECT ..."} per line ("sql": null for a case '
+                                        'the model left unanswered)')
     return predictions
 
 
@@ -86,17 +92,23 @@ def _parse_line(path: Path, number: int, line: str) -> Prediction:
     except RecursionError:
         raise SuiteError("the JSON is nested too deeply to read", path=path, line=number,
                          fix='write one flat object per line: {"id": "case-id", "sql": "SELECT ..."}') from None
+    if isinstance(data, list):
+        raise SuiteError("the line is a JSON array; the predictions file is JSON Lines, one object per line",
+                         path=path, line=number,
+                         fix='write one object per line: {"id": "case-id", "sql": "SELECT ..."}')
     if not isinstance(data, dict) or "id" not in data or "sql" not in data:
         raise SuiteError("each line needs the keys \"id\" and \"sql\"", path=path, line=number,
                          fix='write one object per line: {"id": "case-id", "sql": "SELECT ..."}')
     case_id, sql = data["id"], data["sql"]
     if isinstance(case_id, bool) or not isinstance(case_id, (str, int)):
-        raise SuiteError(f"\"id\" must be a string, not {printable_text(repr(case_id))}", path=path, line=number)
+        raise SuiteError(f"\"id\" must be a string, not {printable_text(repr(case_id))}", path=path, line=number,
+                         fix='write the case id as text: {"id": "case-id", "sql": "SELECT ..."}')
     if isinstance(case_id, str) and not is_valid_text(case_id):
         raise SuiteError(f"\"id\" is not valid UTF-8 text: {printable_text(case_id)!r}", path=path, line=number,
                          fix="write the case id as plain UTF-8 text")
     if sql is not None and not isinstance(sql, str):
-        raise SuiteError(f"\"sql\" must be a string or null, not {type(sql).__name__}", path=path, line=number)
+        raise SuiteError(f"\"sql\" must be a string or null, not {type(sql).__name__}", path=path, line=number,
+                         fix='write the SQL as a JSON string, or "sql": null when the model gave none')
     extra = _printable({str(k): v for k, v in data.items() if k not in ("id", "sql")})
     return Prediction(case_id=str(case_id), sql=sql, line=number, extra=extra)
 

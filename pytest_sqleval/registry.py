@@ -119,6 +119,7 @@ class MetricRegistry:
 
     def __init__(self, metrics: Sequence[Metric] = ()) -> None:
         self._metrics: dict[str, Metric] = {}
+        self._user: list[Metric] | None = None
         for metric in metrics:
             self.add(metric)
 
@@ -145,8 +146,20 @@ class MetricRegistry:
     def add(self, metric: Metric) -> Metric:
         if metric.name in self._metrics:
             raise MetricError(f"metric {metric.name!r} is registered twice; pick another name")
+        if metric.score is not None and metric.case_key in _record_keys():
+            raise MetricError(f"metric {metric.name!r}: its score() would overwrite the case record's own "
+                              f"{metric.case_key!r}; pick another name (or case_key)")
         self._metrics[metric.name] = metric
+        self._user = None
         return metric
+
+    def user_case_metrics(self) -> list[Metric]:
+        """The reported per-case metrics beyond the built-ins (a user's), whose values :func:`check_case_value`
+        checks; computed once per registration."""
+        if self._user is None:
+            self._user = [m for m in self if m.scope == "case" and m.reported and m.value is None
+                          and m.name not in _BUILTINS]
+        return self._user
 
     def __iter__(self) -> Iterator[Metric]:
         return iter(self._metrics.values())
@@ -187,6 +200,31 @@ class MetricRegistry:
 
     def copy(self) -> MetricRegistry:
         return MetricRegistry(list(self))
+
+
+def _record_keys() -> frozenset[str]:
+    """Every key the plugin itself writes into a case's record (:class:`~pytest_sqleval.record.CaseRecord`)."""
+    from .record import CaseRecord
+
+    return frozenset(CaseRecord.__annotations__)
+
+
+def check_case_value(metric: Metric, record: Record) -> None:
+    """A user's metric must leave a value the aggregates can use in the record: true/false, a finite number,
+    a ``{"passed": ...}`` verdict or None (the case does not count). Anything else is a :class:`MetricError`
+    naming the metric, raised while the case is scored (so it is that case's error, not the run's)."""
+    value = record.get(metric.case_key or metric.name)
+    if value is None or isinstance(value, (bool, Mapping)):
+        return
+    if not isinstance(value, (str, bytes)):  # a number of any numeric type (numpy's too), finite
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is not None and number == number and abs(number) != float("inf"):
+            return
+    raise MetricError(f"metric {metric.name!r} gave {value!r} for this case; a {metric.kind} metric's value is "
+                      "true/false, a finite number or None (the case does not count)")
 
 
 def _execution_accuracy(record: Record) -> Any:

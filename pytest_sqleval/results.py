@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -40,3 +41,24 @@ class QueryResult:
             width = len(tuples[0]) if tuples else 0
             columns = [f"c{i}" for i in range(width)]
         return cls(columns=tuple(columns), rows=tuples)
+
+
+def temporal_as_text(value: Any) -> Any:
+    """A date, time or timestamp as ISO text (``2024-01-05``, ``10:30:00``, ``2024-01-05 10:30:00``: a space
+    before the time, as SQLite and PostgreSQL write it); any other value as it is."""
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    return value
+
+
+def with_temporal_text(result: QueryResult) -> QueryResult:
+    """``result`` with its dates, times and timestamps as ISO text (``result`` itself when it has none).
+
+    Used on both sides of a comparison with hand-written expected rows: YAML and SQLite have only text for
+    dates, DuckDB and PostgreSQL return date objects, and the two must meet."""
+    temporal = (datetime.date, datetime.time)  # datetime.datetime is a date
+    if not any(isinstance(v, temporal) for row in result.rows for v in row):
+        return result
+    return QueryResult(columns=result.columns, rows=[tuple(map(temporal_as_text, row)) for row in result.rows])

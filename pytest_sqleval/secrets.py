@@ -86,10 +86,23 @@ def mask_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
     return text
 
 
+#: url -> (how many secrets were known, the masked url): a case's report names its database, and the cases of a
+#: suite share one URL. Secrets are only ever added, so an entry stays right until a new one is registered.
+_masked_urls: dict[str, tuple[int, str]] = {}
+
+
 def mask_url(url: str) -> str:
     """A database URL for display: its password and secret parameters hidden."""
     register_url_secrets(url)
-    return mask_secrets(url)
+    known = len(_literal_secrets)
+    cached = _masked_urls.get(url)
+    if cached is not None and cached[0] == known:
+        return cached[1]
+    masked = mask_secrets(url)
+    if len(_masked_urls) >= 1024:
+        _masked_urls.clear()
+    _masked_urls[url] = (known, masked)
+    return masked
 
 
 def parse_url(url: str) -> Any:

@@ -33,9 +33,24 @@ class SqlevalSession:
 
         if is_suite_file(file_path):
             return SuiteFile.from_parent(parent, path=file_path)
-        if file_path.suffix in YAML_SUFFIXES and parent.session.isinitpath(file_path):
+        if file_path.suffix.lower() in YAML_SUFFIXES and parent.session.isinitpath(file_path):
             return SuiteFile.from_parent(parent, path=file_path)
         return None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """An xdist worker tells its controller the metrics its conftest files registered: a conftest.py below the
+        rootdir is loaded only where suites are collected, and the controller collects nothing."""
+        if is_worker(self.config):
+            from .registry import definitions
+
+            self.config.workeroutput["sqleval_metrics"] = definitions()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """The controller adopts its workers' metrics (by name) before it aggregates and gates them."""
+        from .registry import adopt_definitions
+
+        adopt_definitions((getattr(node, "workeroutput", None) or {}).get("sqleval_metrics"))
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         """Prediction ids that match no collected case: a collection error of the predictions file.
@@ -169,8 +184,12 @@ class SqlevalSession:
         if not self.state.summaries:
             return
         by_path: dict[str, list[dict]] = defaultdict(list)
+        shown: dict[str, str] = {}  # each suite file's displayed path, resolved once (not once per case)
         for record in sorted(self.state.records, key=lambda r: (r["path"], r.get("index", 0))):
-            by_path[_display_path(config, record["path"])].append(record)
+            path = record["path"]
+            if path not in shown:
+                shown[path] = _display_path(config, path)
+            by_path[shown[path]].append(record)
         from .report.terminal import write_summary
 
         def section(summary, records) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,13 +104,15 @@ def threshold_assignment(text: str) -> str:
 
 
 def cli_thresholds(texts: list[str] | None) -> tuple[Threshold, ...]:
-    thresholds = []
+    thresholds: dict[str, Threshold] = {}
     for text in texts or ():
         try:
-            thresholds.append(parse_assignment(text, "cli"))
+            threshold = parse_assignment(text, "cli")
         except ThresholdError as exc:
             raise SettingsError(f"argument --sqleval-threshold: {exc}") from None
-    return tuple(thresholds)
+        thresholds.pop(threshold.metric, None)  # the last one wins: the command line after `addopts`
+        thresholds[threshold.metric] = threshold
+    return tuple(thresholds.values())
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,11 @@ def resolve_settings(config) -> Settings:
     option = config.option
 
     def ini(name: str):
-        value = config.getini(name)
+        try:
+            value = config.getini(name)
+        except Exception as exc:  # noqa: BLE001 - pytest's own check of a bool option (a UsageError in pytest 9,
+            # a ValueError before): "invalid truth value 'maybe'", which does not name the option
+            raise SettingsError(f"ini option {name} must be true or false ({exc})") from None
         return value if value not in ("", None, []) else None
 
     enabled = bool(option.sqleval) or _ini_bool(ini("sqleval"), "sqleval")
@@ -157,14 +164,15 @@ def resolve_settings(config) -> Settings:
     connect_cli = getattr(option, "sqleval_connect_timeout", None)
     connect_timeout = connect_cli or _ini_number(_getini(config, "sqleval_connect_timeout"), "sqleval_connect_timeout",
                                                  connect_seconds)
-    predictions = option.sqleval_predictions or ini("sqleval_predictions")
+    predictions = option.sqleval_predictions or _ini_path(config, ini("sqleval_predictions"))
     json_path = option.sqleval_json or ini("sqleval_json")
     ini_thresholds = []
     for line in config.getini("sqleval_thresholds"):
         try:
             ini_thresholds.append(parse_assignment(line, "ini"))
         except ThresholdError as exc:
-            raise SettingsError(f"ini option sqleval_thresholds: {exc}") from None
+            several = " (write one METRIC=VALUE per line)" if line.count("=") > 1 else ""
+            raise SettingsError(f"ini option sqleval_thresholds: {exc}{several}") from None
     return Settings(
         enabled=enabled,
         strict=bool(option.sqleval_strict) or _ini_bool(ini("sqleval_strict"), "sqleval_strict"),
@@ -186,6 +194,16 @@ def resolve_settings(config) -> Settings:
         connect_timeout_from_cli=connect_cli is not None,
         allow_functions=_ini_function_names(_getini(config, "sqleval_allow_functions")),
     )
+
+
+def _ini_path(config, value):
+    """An ini option's file path, relative to the ini file's folder (as pytest reads the paths of its own ini
+    options), so that `pytest` run from a subfolder finds the same file; a command-line path is the user's."""
+    if value is None:
+        return None
+    base = getattr(config, "inipath", None)
+    path = Path(os.path.expanduser(str(value)))
+    return path if path.is_absolute() or base is None else Path(base).parent / path
 
 
 def _ini_function_names(lines) -> tuple[str, ...]:

@@ -68,11 +68,14 @@ class SqlevalState:
         return [first_engine, *(self.engines.engine(spec) for spec in case.databases[1:])]
 
     def database_label(self, case, engine=None) -> str | None:
-        """The database a case really ran on, for reports: the suite's, or the overriding fixture's engine."""
-        if engine is not None and not self.engines.owns(engine):
+        """The database a case really ran on, for reports: the suite's, or the overriding fixture's engine (one
+        the user opened, or one of ``sqleval_engine_factory``'s for another database than the case's)."""
+        if engine is not None and (case.database is None or self.engines.opened(case.database) is not engine):
             from .secrets import mask_url
 
-            return f"{mask_url(str(engine.url))} (from the sqleval_engine fixture)"
+            label = self.engines.label_of(engine) if case.database is not None else None
+            if label is not None or not self.engines.owns(engine):
+                return f"{label or mask_url(str(engine.url))} (from the sqleval_engine fixture)"
         if case.database is not None:
             return self.engines.describe(case.database)
         return case.schema.db_id if case.schema else None

@@ -13,7 +13,7 @@ import re
 from typing import Any, Mapping
 
 from .comparison import ComparisonOptions, OptionError, resolve_execution
-from .load_context import LoadContext, check_keys
+from .load_context import LoadContext, check_keys, yaml_type
 from .passrule import DEFAULT_PASS_RULE_TEXT, PassRuleError, parse_pass_rule
 from .thresholds import ThresholdError, make_threshold
 from .yaml_lines import LineMapping
@@ -153,8 +153,11 @@ def _exact_match(ctx: LoadContext, value: Any, line: int | None):
 
 
 def _pass_if(ctx: LoadContext, value: Any, line: int | None):
+    if value is not None and not isinstance(value, str):
+        raise ctx.error(f"`pass_if:` is a rule written as text, not {yaml_type(value)}", line,
+                        fix="write e.g. `pass_if: execution_match` or `pass_if: \"soft_f1 >= 0.8\"`")
     try:
-        return parse_pass_rule(str(value))
+        return parse_pass_rule("" if value is None else str(value))  # `pass_if:` with nothing after it: empty
     except PassRuleError as exc:
         raise ctx.error(f"bad pass_if: {exc}", line,
                         fix="write e.g. `pass_if: execution_match`, `pass_if: soft_f1 >= 0.8`, "

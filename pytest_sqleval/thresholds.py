@@ -118,7 +118,9 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
         raise ThresholdError(f"{metric}: the overall figure has no breakdowns; use overall:<metric>")
     found = metric_of_path(metric)
     bound, kind = found.bound, found.kind
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool):  # YAML `true`/`yes`: float(True) would silently be 1.0
+        raise ThresholdError(f"threshold for {metric} must be a number, not {str(value).lower()}")
+    if not isinstance(value, (int, float)):
         try:
             value = float(value)
         except (TypeError, ValueError):

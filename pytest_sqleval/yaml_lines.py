@@ -42,11 +42,14 @@ class _CLineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMapping:
+    own_pairs = node.value  # flatten_mapping drops `<<:` from this list and puts the merged pairs before it
     loader.flatten_mapping(node)
+    merged = len(node.value) - len(own_pairs)  # 0 without a merge key
+    from_merge: set[str] = set()  # keys whose value came from a `<<: *anchor` (a key of the mapping overrides)
     mapping = LineMapping()
     mapping.line = node.start_mark.line + 1
     mapping.key_lines = {}
-    for key_node, value_node in node.value:
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
             kind = "list" if isinstance(key, list) else "mapping" if isinstance(key, dict) else type(key).__name__
@@ -56,13 +59,23 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMappi
                 line=key_node.start_mark.line + 1,
                 fix="quote the key (`\"1\": ...`, `\"yes\": ...`); YAML reads 1, yes, no, null and [..] as other types",
             )
-        if key in mapping:
+        if index < merged:
+            from_merge.add(key)
+        elif key in from_merge:
+            from_merge.discard(key)  # `<<: *base` then `id: b`: the mapping's own key wins, as YAML says
+        elif key in mapping:
             raise SuiteError(
                 f"duplicate key {key!r} (first on line {mapping.key_lines[key]})",
                 line=key_node.start_mark.line + 1,
                 fix="keep one of them; YAML would silently drop the first",
             )
-        mapping[key] = loader.construct_object(value_node, deep=True)
+        mapping[key] = value = loader.construct_object(value_node, deep=True)
+        if key == "id" and type(value) is int and value_node.value != str(value):  # `id: 010` is 8 in YAML 1.1
+            raise SuiteError(
+                f"the id {value_node.value} reads as the number {value} in YAML",
+                line=key_node.start_mark.line + 1,
+                fix=f"quote it: `id: \"{value_node.value}\"` (a leading 0 is octal, 0x hex, and _ is dropped)",
+            )
         mapping.key_lines[key] = key_node.start_mark.line + 1
     return mapping
 

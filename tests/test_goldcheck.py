@@ -88,3 +88,28 @@ def test_check_gold_ignores_predictions_and_gates(gold_suite):
     result = run(gold_suite, "-k", "fine")
     assert result.ret == pytest.ExitCode.OK
     assert "FAIL" not in result.stdout.str()
+
+
+def test_every_accepted_gold_is_checked(pytester):
+    """`gold: [sql1, sql2]`: the second gold's findings are reported too, each naming which gold it is about."""
+    make_sqlite(pytester.path / "shop.sqlite")
+    pytester.makefile(".sqleval.yaml", golds=textwrap.dedent("""
+        database: shop.sqlite
+        cases:
+          - id: second-vacuous
+            gold: ["SELECT name FROM shops ORDER BY id", "SELECT name FROM shops WHERE id > 100"]
+          - id: both-limited
+            gold: ["SELECT aircraft FROM tickets LIMIT 2", "SELECT aircraft, hours FROM tickets ORDER BY hours DESC LIMIT 3"]
+          - id: one-gold
+            gold: "SELECT name FROM shops WHERE id > 100"
+    """))
+    result = run(pytester)
+    result.stdout.fnmatch_lines([
+        "*second-vacuous: empty*gold #2: returns no rows*",
+        "*both-limited: limit_without_order*gold #1: LIMIT 2 without ORDER BY*",
+        "*both-limited: ties_at_limit*gold #2: *",
+    ])
+    assert not [line for line in result.stdout.lines if "second-vacuous" in line and "gold #1" in line]
+    one = [line for line in result.stdout.lines if line.startswith("warning one-gold")]
+    assert one and "gold #" not in one[0]
+    assert result.ret == 0

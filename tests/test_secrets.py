@@ -164,3 +164,14 @@ def test_the_engine_factory_fixture_url_encodes_expanded_passwords(monkeypatch):
     spec = _spec("postgresql://u:${SQLEVAL_TEST_PW}@localhost:5432/db", None)
     assert spec.url == "postgresql://u:p%40ss%2Fw%23rd@localhost:5432/db"
     assert "p@ss" not in spec.display and "p%40ss" not in spec.display
+
+
+def test_a_url_masked_before_a_secret_was_known_is_masked_again_after():
+    """mask_url keeps the masked URL of each database (every case names it), but not past a new secret."""
+    from pytest_sqleval.secrets import register_secret
+
+    url = "sqlite:////tmp/zq7-lately-known-Secret/shop.sqlite"
+    assert mask_url(url) == url
+    register_secret("zq7-lately-known-Secret")
+    assert mask_url(url) == "sqlite:////tmp/***/shop.sqlite"
+    assert mask_url("postgresql://u:pw9x@h/db") == "postgresql://u:***@h/db"

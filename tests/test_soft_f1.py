@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
 import pytest
 
@@ -15,20 +16,21 @@ def score(gold_rows, pred_rows, **options) -> float:
 
 
 def reference_soft_f1(gold_rows, pred_rows) -> float:
-    """The paper's formulas written out literally (no shortcuts), for cross-checking."""
+    """The paper's formulas written out literally (no shortcuts), for cross-checking; in exact fractions,
+    rounded once at the end (soft_f1 returns the correctly rounded value)."""
     if not gold_rows or not pred_rows:
         return 1.0 if not gold_rows and not pred_rows else 0.0
     gold_columns = [list(column) for column in zip(*gold_rows)]
     pred_columns = [list(column) for column in zip(*pred_rows)]
 
     def f1(precision, recall):
-        return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+        return Fraction(0) if precision + recall == 0 else 2 * precision * recall / (precision + recall)
 
     pair = [
         [
             f1(
-                sum(value in gold_column for value in pred_column) / len(pred_column),
-                sum(value in pred_column for value in gold_column) / len(gold_column),
+                Fraction(sum(value in gold_column for value in pred_column), len(pred_column)),
+                Fraction(sum(value in pred_column for value in gold_column), len(gold_column)),
             )
             for pred_column in pred_columns
         ]
@@ -36,7 +38,7 @@ def reference_soft_f1(gold_rows, pred_rows) -> float:
     ]
     precision = sum(max(pair[n][t] for n in range(len(gold_columns))) for t in range(len(pred_columns))) / len(pred_columns)
     recall = sum(max(pair[n]) for n in range(len(gold_columns))) / len(gold_columns)
-    return f1(precision, recall)
+    return float(f1(precision, recall))
 
 
 def test_paper_example_shop_without_its_count():

@@ -137,6 +137,7 @@ def add_generate(subparsers) -> None:
 def generate_command(args: argparse.Namespace) -> int:
     import os
 
+    from ..errors import DatabaseError
     from .generate import GenerateError, GenerateOptions, generate_suite
 
     model = args.model or os.environ.get("SQLEVAL_MODEL")
@@ -151,6 +152,8 @@ def generate_command(args: argparse.Namespace) -> int:
                                 key_env=args.model_key_env, cache_dir=args.cache, cache_mode=args.cache_mode,
                                 report_path=args.report)
     except GenerateError as exc:
+        return _fail("generate", str(exc))
+    except DatabaseError as exc:  # the database failed under the pipeline (e.g. in a query process)
         return _fail("generate", str(exc))
     print(report.summary())
     return EXIT_OK

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -274,7 +275,8 @@ class GenerationReport:
 
 
 def _open(database: str):
-    from sqlalchemy import create_engine
+    from ..errors import DatabaseError
+    from ..execution.backends import backend_for, remember_backend
 
     if "://" in database:
         url = database
@@ -284,10 +286,15 @@ def _open(database: str):
             raise GenerateError(f"database file not found: {path}", )
         scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
         url = f"{scheme}:///{path.resolve()}"
-    try:
-        return create_engine(url)
+    try:  # read-only, as the suites open it (a DuckDB file stays open to the query processes)
+        backend = backend_for(url)
+        return remember_backend(backend.open(url), backend)
+    except DatabaseError as exc:
+        raise GenerateError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - any driver problem is bad input here
-        raise GenerateError(f"cannot open {database}: {exc}") from None
+        from ..secrets import mask_secrets
+
+        raise GenerateError(mask_secrets(f"cannot open {database}: {exc}")) from None
 
 
 def _rows_key(result, ordered: bool):
@@ -340,6 +347,9 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
         if not first.rows:
             drops.append(Drop("empty_result", sql, "no rows"))
             continue
+        if all(value is None for row in first.rows for value in row):  # (MAX over no rows): as vacuous as no rows
+            drops.append(Drop("empty_result", sql, "only NULLs"))
+            continue
         ordered = isinstance(tree, exp.Select) and tree.args.get("order") is not None
         try:
             second = run_query(engine, sql, timeout=timeout, max_rows=max_result_rows, untrusted=True, dialect=dialect)
@@ -375,24 +385,30 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
     from ..execution.runner import sqlglot_dialect
     from ..metrics.hardness import difficulty_label
     from ..model.schema_text import render_schema, sample_rows, tables_from_engine
+    from ..secrets import expand_env, mask_url, register_url_secrets
     from .importers import dump_yaml
 
     output = Path(output)
+    given = database  # written to the suite as given: a ${VAR} stays one, expanded when the suite runs
+    database = expand_env(database, lambda name: os.environ.get(name),
+                          lambda name: GenerateError(f"environment variable {name} is not set (in {given})"))
+    register_url_secrets(database)
+    shown = mask_url(database)  # messages, the report and the description never show a password
     engine = _open(database)
     try:
         dialect = sqlglot_dialect(engine.dialect.name)
         try:
             tables = tables_from_engine(engine)
         except Exception as exc:  # noqa: BLE001
-            raise GenerateError(f"cannot read the schema of {database}: {exc}") from None
+            raise GenerateError(f"cannot read the schema of {shown}: {exc}") from None
         if not tables:
-            raise GenerateError(f"{database} has no tables", )
+            raise GenerateError(f"{shown} has no tables", )
         rows = sample_rows(engine, tables, options.sample_rows, dialect=dialect, timeout=options.timeout)
         schema_text = render_schema(tables, "ddl", dialect=dialect, rows=rows)
         plain_schema = render_schema(tables, "ddl", dialect=dialect)
         llm = Model(model, url, key_env, timeout=options.timeout, cache_dir=cache_dir, cache_mode=cache_mode)
         name = output.name.split(".")[0] or "generated"
-        report = GenerationReport(model, database, str(output), {k: v for k, v in asdict(options).items()})
+        report = GenerationReport(model, shown, str(output), {k: v for k, v in asdict(options).items()})
 
         # 1-2: SQL first, then the execution filters
         clause_mix = {k: v for k, v in options.mix.items() if k in CLAUSE_TYPES}
@@ -470,7 +486,7 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
         _write_report(report, output, report_path)
         raise GenerateError(f"no query survived the filters ({report.proposed} proposed): see the report "
                             f"{_report_path(output, report_path)}")
-    document = _suite_document(name, database, output, report)
+    document = _suite_document(name, given if "://" in database else database, output, report)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(dump_yaml(document), encoding="utf-8")
     _write_report(report, output, report_path)
@@ -526,7 +542,7 @@ def _suite_document(name: str, database: str, output: Path, report: GenerationRe
             cases.append({"id": f"g{number:03d}-p{p_number}", "question": paraphrase, **base})
     return {
         "suite": name,
-        "description": f"Generated SQL-first by `sqleval generate` with {report.model} from {database}: "
+        "description": f"Generated SQL-first by `sqleval generate` with {report.model} from {report.database}: "
                        f"{len(report.kept)} of {report.proposed} proposed queries kept (see the generation report).",
         "database": db_ref,
         "cases": cases,

@@ -5,8 +5,8 @@
 One suite per database: a suite then has one ``database:`` and one ``schema:`` line at the top (the
 cases stay short), a database that is missing or schema-only fails or is flagged as one suite (not
 as hundreds of cases), and ``pytest -k <db_id>`` runs one database. Case ids keep the dataset's
-own addressing across suites (Spider ``q0042`` = line 42 of the gold file; SParC/CoSQL
-``i0007/2`` = turn 2 of interaction 7; BIRD ``q1471`` = its ``question_id``). With predictions, each
+own addressing across suites (Spider ``q0042`` = question 42 from 0, line 43 of the gold file; SParC/CoSQL
+``i0007/2`` = turn 2 (from 1) of interaction 7 (from 0); BIRD ``q1471`` = its ``question_id``). With predictions, each
 suite gets its own ``predictions/<db>.jsonl`` (the suite's ``predictions:`` key, so ``pytest --sqleval
 DIR/<db>.sqleval.yaml`` runs one database), and ``predictions.jsonl`` holds them all (for
 ``--sqleval-predictions``, e.g. to swap in another system's file).
@@ -246,8 +246,10 @@ def read_multiturn(kind: str, src: Path, *, tables: str | None = None, databases
                     raise DatasetError(f"{path}: turn {turn} of interaction {number} has no db_id",
                                        "each line is `gold SQL<TAB>db_id`, a blank line after each interaction")
                 items.append(Item(f"i{number:04d}", fields[1], _gold(fields[0], official_rewrites), turn=turn))
-    tables_path = _beside(path, tables, ("tables.json",))
-    db_dir = _beside(path, databases, ("database",))
+    # beside the questions file, else at the top of the folder given (CoSQL: sql_state_tracking/cosql_dev.json)
+    top = src if src.is_dir() else path
+    tables_path = _beside(path, tables, ("tables.json",)) or _beside(top, None, ("tables.json",))
+    db_dir = _beside(path, databases, ("database",)) or _beside(top, None, ("database",))
     found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
     return Dataset(kind, items, tables_json=tables_path, databases=found, expected_database=expected,
                    # question match and interaction match are exact set match over turns (SParC, CoSQL papers)
@@ -387,8 +389,14 @@ def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = 
                 raise DatasetError(f"{path}: key {key!r} is not a question index", "keys are 0, 1, 2, ...") from None
             if not 0 <= index < len(dataset.items):
                 raise DatasetError(f"{path}: index {index} is outside the {len(dataset.items)} questions")
-            sql = str(value).split("\t----- bird -----\t")[0] if value is not None else None
-            predicted[dataset.items[index].case_id] = sql
+            sql, _, db_id = str(value).partition("\t----- bird -----\t") if value is not None else (None, "", "")
+            item = dataset.items[index]
+            predicted[item.case_id] = sql
+            if db_id.strip() and db_id.strip() != item.db_id and len(warnings) < 5:
+                warnings.append(f"{path}: the prediction for {item.case_id} names database {db_id.strip()}, "
+                                f"its question {item.db_id} (is this the predictions file of these questions?)")
+        if len(data) != len(dataset.items):
+            warnings.append(f"{path} has {len(data)} predictions for {len(dataset.items)} questions")
     else:
         lines = read_prediction_lines(path)
         if any(item.turn is not None for item in dataset.items):  # interactions pair with interactions
@@ -545,6 +553,10 @@ def import_dataset(kind: str, src: str | Path, out: str | Path, *, predictions: 
     src, out = Path(src), Path(out)
     if not src.exists():
         raise DatasetError(f"{src} does not exist", f"give the {kind} folder or file")
+    if databases is not None and not Path(databases).is_dir():
+        raise DatasetError(f"--databases {databases} is not a folder", "give the folder that holds the databases")
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"-o {out} is a file, not a folder", "give a folder for the suites")
     dataset = READERS[kind](src, tables=tables, databases=databases, split=split, official_rewrites=official_rewrites)
     if not dataset.items:
         raise DatasetError(f"{src} holds no questions")

@@ -75,6 +75,17 @@ class EngineFactory:
         """Did this factory open ``engine``? (False for an engine from an overridden ``sqleval_engine`` fixture.)"""
         return any(engine is mine for mine in self._engines.values())
 
+    def opened(self, spec: DatabaseSpec) -> Any:
+        """The engine already opened for ``spec`` (None when there is none); opens nothing."""
+        return self._engines.get((self._effective(spec).url, spec.setup))
+
+    def label_of(self, engine: Any) -> str | None:
+        """The database this factory opened ``engine`` for, as :meth:`describe` names it (None: not one of ours)."""
+        for (url, setup), mine in self._engines.items():
+            if mine is engine:
+                return self.describe(DatabaseSpec(url=url, setup=setup))
+        return None
+
     def describe(self, spec: DatabaseSpec) -> str:
         """The database a case really runs on, for reports (password hidden)."""
         spec = self._effective(spec)

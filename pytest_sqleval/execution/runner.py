@@ -62,14 +62,10 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
     allowed = frozenset(a.lower() for a in allow_functions)
     target = target_of(engine) if sandbox_enabled() else None
     if target is not None:
-        # The query process cuts the official statement of a text of usual length itself (inside the time budget,
-        # on the text it tokenizes for the guard anyway), so this process does not tokenize the prediction; a
-        # longer text is cut here first, as before, so the guard's length limit applies to what would run.
-        cut_there = rewrite in STATEMENT_REWRITES and len(sql) <= CUT_IN_QUERY_PROCESS_CHARS
-        if not cut_there:
-            sql, rewrite = official_statement(sql, dialect, rewrite)
-            if sql is None:  # a text without any statement runs nothing and returns no rows, as it does there
-                return QueryResult(columns=(), rows=[])
+        # The query process cuts the official statement itself, inside the time budget (on the text it tokenizes
+        # for the guard anyway), then guards what would run: this process never tokenizes the prediction (a long
+        # one cut here took minutes, outside every limit: each retry of the cut re-tokenizes a prefix).
+        cut_there = rewrite in STATEMENT_REWRITES
         sandbox = process_sandbox()
         return (sandbox.submit if prefetch else sandbox.run)(
             target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect, rewrite=rewrite,
@@ -88,10 +84,6 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
 
 #: The rewrites that first keep only the statement an official evaluator runs (:func:`official_statement`).
 STATEMENT_REWRITES = ("official_distinct", "sqlite3_statement")
-
-#: Texts up to this length are cut to their official statement in the query process (milliseconds at most);
-#: longer ones here, before they are sent.
-CUT_IN_QUERY_PROCESS_CHARS = 20_000
 
 
 @functools.lru_cache(maxsize=64)  # a prediction is sent twice (prefetch, then run): tokenized once

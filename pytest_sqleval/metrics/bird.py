@@ -50,8 +50,8 @@ def bird_soft_f1(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequenc
     """BIRD mini-dev ``calculate_f1_score(predicted=pred_rows, ground_truth=gold_rows)``; see the module doc."""
     if not pred_rows and not gold_rows:
         return 1.0
-    predicted = list(dict.fromkeys(tuple(r) for r in pred_rows))
-    gold = list(dict.fromkeys(tuple(r) for r in gold_rows))
+    predicted = _distinct_rows(pred_rows)
+    gold = _distinct_rows(gold_rows)
     match_scores: list[float] = []
     pred_only_scores: list[float] = []
     gold_only_scores: list[float] = []
@@ -75,6 +75,30 @@ def bird_soft_f1(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequenc
     precision = tp / (tp + fp) if tp + fp > 0 else 0
     recall = tp / (tp + fn) if tp + fn > 0 else 0
     return float(2 * precision * recall / (precision + recall) if precision + recall > 0 else 0)
+
+
+def _distinct_rows(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """The official ``list(dict.fromkeys(rows))``. sqlite3 never returns a list, dict or set cell, but DuckDB lists
+    and PostgreSQL arrays or JSON do: such a cell (unhashable) is turned into a tuple / frozenset of its items, so
+    the row can be deduplicated; every other value is kept as it is (compared with ``==``, as officially)."""
+    try:
+        return list(dict.fromkeys(tuple(r) for r in rows))
+    except TypeError:
+        return list(dict.fromkeys(tuple(map(_hashable, r)) for r in rows))
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(map(_hashable, value))
+    if isinstance(value, dict):
+        return frozenset((_hashable(k), _hashable(v)) for k, v in value.items())
+    if isinstance(value, (set, frozenset)):
+        return frozenset(map(_hashable, value))
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if type(value).__hash__ is None and hasattr(value, "__iter__"):  # another driver sequence (psycopg's Multirange)
+        return tuple(map(_hashable, value))
+    return value
 
 
 def clean_abnormal(values: Sequence[float]) -> list[float]:

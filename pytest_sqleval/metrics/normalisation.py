@@ -22,7 +22,9 @@ first. Normalisation:
   so this makes them agree.
 * **Containers become hashable**: a list or tuple (a PostgreSQL array)
   becomes a tuple, a dict (JSON) a frozenset of (key, value) pairs, a set a
-  frozenset and a memoryview bytes, with their items normalised the same way.
+  frozenset and a memoryview bytes, with their items normalised the same way;
+  any other value Python cannot hash (psycopg's ``Multirange``) a tuple of its
+  items, or its type and text when it has none.
 * **Nothing else is converted**: ``'1' != 1``, ``b'a' != 'a'``; dates,
   times and other driver values compare with their own ``==``.
 
@@ -39,7 +41,7 @@ a :class:`DistinctNull` back into ``None``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from functools import partial
 from typing import Any, Literal, TypeAlias
@@ -75,7 +77,15 @@ def normalise_value(value: Any, *, float_decimals: int | None = None, nulls: Nul
         return DistinctNull()
     if isinstance(value, _CONTAINERS):
         return _normalise_container(value, float_decimals, nulls)
+    if type(value).__hash__ is None:  # a driver's mutable value (psycopg's Multirange): hashable like a container
+        return _normalise_unhashable(value, float_decimals, nulls)
     return value
+
+
+def _normalise_unhashable(value: Any, float_decimals: int | None, nulls: Nulls) -> Any:
+    if isinstance(value, Iterable):
+        return tuple(map(partial(normalise_value, float_decimals=float_decimals, nulls=nulls), value))
+    return f"{type(value).__name__}:{value}"
 
 
 def _normalise_container(value: Any, float_decimals: int | None, nulls: Nulls) -> Any:
@@ -123,7 +133,7 @@ def _types_need_normalising(column: Sequence[Any], float_decimals: int | None, n
     types = set(map(type, column))
     if Decimal in types or (nulls == "distinct" and _NoneType in types):
         return True
-    if any(issubclass(kind, _CONTAINERS) for kind in types):
+    if any(issubclass(kind, _CONTAINERS) or kind.__hash__ is None for kind in types):
         return True
     if not any(issubclass(kind, float) for kind in types):
         return False

@@ -103,8 +103,10 @@ def prepare_sides(gold: Table, pred: Table, rules: RowRules) -> tuple[Side, Side
         gold_groups = group_ids(rules.tie_starts, len(gold.rows))
         pred_starts: Sequence[int] = rules.tie_starts
         if gold_kept is not None:
-            gold_groups = [gold_groups[index] for index in gold_kept]
-            pred_starts = starts_of(gold_groups)
+            # renumbered 0, 1, 2, ...: a group whose rows all repeat earlier rows is gone, and the
+            # prediction's ids are built from the same starts
+            pred_starts = starts_of([gold_groups[index] for index in gold_kept])
+            gold_groups = group_ids(pred_starts, len(gold_rows))
         pred_groups = group_ids(pred_starts, len(pred_rows))
         if gold_groups[-1] == len(gold_groups) - 1:  # no ties at all: strict order
             gold_groups = pred_groups = None

@@ -54,6 +54,7 @@ collector is paused while scoring.
 from __future__ import annotations
 
 from collections import Counter
+from fractions import Fraction
 from functools import cached_property
 from typing import Any, Hashable
 
@@ -83,9 +84,7 @@ def soft_f1(gold: QueryResult, pred: QueryResult, *, float_decimals: int | None 
         gold_columns = _value_columns(gold_table)
         pred_columns = _value_columns(pred_table)
         best_gold, best_pred = _best_pairings(gold_columns, pred_columns, _aligned_equal_pairs(gold_table, pred_table))
-    precision = sum(best_pred) / len(best_pred)
-    recall = sum(best_gold) / len(best_gold)
-    return _f1(precision, recall)
+    return _column_f1(best_pred, best_gold)
 
 
 def _same_raw_columns(gold: QueryResult, pred: QueryResult) -> bool:
@@ -109,9 +108,20 @@ def _same_raw_columns(gold: QueryResult, pred: QueryResult) -> bool:
         return False
 
 
-def _f1(precision: float, recall: float) -> float:
-    total = precision + recall
-    return 0.0 if total == 0 else 2 * precision * recall / total
+def _column_f1(best_pred: list[Any], best_gold: list[Any]) -> float:
+    """F1 of Precision = mean(best_pred) and Recall = mean(best_gold), computed exactly and rounded once (each
+    best is 0.0, 1.0 or an exact Fraction): float arithmetic lands an ulp off (P = 1, R = 3/5 gave
+    0.7499999999999999, failing `soft_f1 >= 0.75`). Best scores of 0 and 1 only (the usual case): P = k/T,
+    R = m/N, F1 = 2km / (kN + mT) in integers."""
+    if _ZERO_ONE.issuperset(best_pred) and _ZERO_ONE.issuperset(best_gold):
+        k, m = best_pred.count(1.0), best_gold.count(1.0)
+        return 0.0 if k * m == 0 else 2 * k * m / (k * len(best_gold) + m * len(best_pred))
+    precision = sum(map(Fraction, best_pred)) / len(best_pred)
+    recall = sum(map(Fraction, best_gold)) / len(best_gold)
+    return 0.0 if precision + recall == 0 else float(2 * precision * recall / (precision + recall))
+
+
+_ZERO_ONE = frozenset((0.0, 1.0))
 
 
 class _ValueColumn:
@@ -132,13 +142,13 @@ class _ValueColumn:
     def counts(self) -> Counter[Hashable]:
         return Counter(self.cells)
 
-    def share_in(self, common: frozenset[Any]) -> float:
-        """The fraction of this column's cells whose value is in ``common`` (a subset of its values)."""
+    def count_in(self, common: frozenset[Any]) -> int:
+        """How many of this column's cells have a value in ``common`` (a subset of its values)."""
         if len(common) == len(self.distinct):
-            return 1.0
+            return len(self.cells)
         if len(self.distinct) == len(self.cells):  # no repeated values: one cell per value
-            return len(common) / len(self.cells)
-        return sum(map(self.counts.__getitem__, common)) / len(self.cells)
+            return len(common)
+        return sum(map(self.counts.__getitem__, common))
 
 
 def _value_columns(table: Table) -> list[_ValueColumn]:
@@ -191,6 +201,9 @@ def _aligned_column(gold: Table, pred: Table, key: int, positions: dict[Any, int
     screen = screen_rows(pred_rows, SCREEN_ROWS)
     key_family = _FAMILIES.get(gold.kinds[key])
     best, best_shared = None, 0
+    # each row's cells counted once, not once per predicted column (thousands of columns were quadratic)
+    gold_counts: dict[int, Counter[Any]] = {}
+    pred_counts: dict[int, Counter[Any]] = {}
     for t, (column, kind) in enumerate(zip(pred.columns, pred.kinds)):
         family = _FAMILIES.get(kind)
         if key_family is not None and family is not None and family != key_family:
@@ -200,8 +213,13 @@ def _aligned_column(gold: Table, pred: Table, key: int, positions: dict[Any, int
             gold_row = positions.get(column[row])
             if gold_row is None:
                 break
-            gold_cells = Counter(gold_column[gold_row] for gold_column in gold.columns)
-            shared += sum((gold_cells & Counter(pred_column[row] for pred_column in pred.columns)).values())
+            gold_cells = gold_counts.get(gold_row)
+            if gold_cells is None:
+                gold_cells = gold_counts[gold_row] = Counter(gold_column[gold_row] for gold_column in gold.columns)
+            pred_cells = pred_counts.get(row)
+            if pred_cells is None:
+                pred_cells = pred_counts[row] = Counter(pred_column[row] for pred_column in pred.columns)
+            shared += sum((gold_cells & pred_cells).values())
         else:
             if shared > best_shared:
                 best, best_shared = t, shared
@@ -210,23 +228,35 @@ def _aligned_column(gold: Table, pred: Table, key: int, positions: dict[Any, int
 
 def _best_pairings(
     gold: list[_ValueColumn], pred: list[_ValueColumn], equal_pairs: list[tuple[int, int]]
-) -> tuple[list[float], list[float]]:
-    """max over t of F1[n,t] for each gold column n, and max over n for each predicted column t.
+) -> tuple[list[Any], list[Any]]:
+    """max over t of F1[n,t] for each gold column n, and max over n for each predicted column t: 0.0, 1.0 or
+    the exact Fraction.
 
     ``equal_pairs`` are pairs already known to have equal value sets (F1 = 1).
     """
-    best_gold = [0.0] * len(gold)
-    best_pred = [0.0] * len(pred)
+    best_gold: list[Any] = [0.0] * len(gold)
+    best_pred: list[Any] = [0.0] * len(pred)
     for n, t in equal_pairs:
         best_gold[n] = best_pred[t] = 1.0
     _pair_equal_value_sets(gold, pred, best_gold, best_pred)
+    exact_gold: dict[int, tuple[int, int]] = {}  # the exact F1 (numerator, denominator) of a fractional best
+    exact_pred: dict[int, tuple[int, int]] = {}
     for n, gold_column in enumerate(gold):
         for t, pred_column in enumerate(pred):
             if best_gold[n] == 1.0 and best_pred[t] == 1.0:
                 continue
-            score = _pair_f1(gold_column, pred_column)
-            best_gold[n] = max(best_gold[n], score)
-            best_pred[t] = max(best_pred[t], score)
+            pair = _pair_f1(gold_column, pred_column)
+            if pair is None:
+                continue
+            score = pair[0] / pair[1]  # correctly rounded
+            if score > best_gold[n]:
+                best_gold[n], exact_gold[n] = score, pair
+            if score > best_pred[t]:
+                best_pred[t], exact_pred[t] = score, pair
+    for best, exact in ((best_gold, exact_gold), (best_pred, exact_pred)):
+        for index, (numerator, denominator) in exact.items():
+            if best[index] != 1.0:
+                best[index] = Fraction(numerator, denominator)
     return best_gold, best_pred
 
 
@@ -259,10 +289,13 @@ def _set_key(values: frozenset[Any]) -> tuple[int, int]:
     return len(values), hash(values)
 
 
-def _pair_f1(gold: _ValueColumn, pred: _ValueColumn) -> float:
+def _pair_f1(gold: _ValueColumn, pred: _ValueColumn) -> tuple[int, int] | None:
+    """F1[n,t] exactly, as (numerator, denominator); None when it is 0. Precision a/S and Recall b/M give
+    F1 = 2ab / (aM + bS)."""
     if not gold.may_share_values(pred):  # numbers against text: no value in common
-        return 0.0
+        return None
     common = gold.distinct & pred.distinct
     if not common:
-        return 0.0
-    return _f1(precision=pred.share_in(common), recall=gold.share_in(common))
+        return None
+    found_pred, found_gold = pred.count_in(common), gold.count_in(common)
+    return 2 * found_pred * found_gold, found_pred * len(gold.cells) + found_gold * len(pred.cells)

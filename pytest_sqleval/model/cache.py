@@ -56,9 +56,21 @@ class ResponseCache:
             data = json.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None  # absent, or unreadable: treated as not cached (and rewritten in `use` mode)
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("response"), dict):
+        return data["response"] if _problem(data) is None else None
+
+    def problem(self, key: str) -> str | None:
+        """Why the cached file of ``key`` cannot be used (it exists but is corrupt), or None."""
+        path = self.path(key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
             return None
-        return data["response"]
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"cannot read it: {exc}"
+        try:
+            return _problem(json.loads(text))
+        except ValueError as exc:
+            return f"not valid JSON: {exc}"
 
     def put(self, key: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
         if not self.writes:
@@ -78,3 +90,12 @@ class ResponseCache:
             except OSError:
                 pass
             raise
+
+
+def _problem(data: Any) -> str | None:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return f"not a {FORMAT} file"
+    response = data.get("response")
+    if not isinstance(response, dict) or not isinstance(response.get("text"), str):
+        return "no answer text in it"
+    return None

@@ -80,12 +80,13 @@ class ChatClient:
             raise ModelCallError(self._fatal_text(exc, f"unknown model {self.config.name!r} or wrong URL",
                                                   "check --sqleval-model and --sqleval-model-url (it usually ends in /v1)"),
                                  fatal=True, status=exc.status_code) from None
-        except openai.APITimeoutError:
+        except openai.APITimeoutError as exc:
             raise ModelCallError(f"the request timed out after {self.client.timeout} s "
-                                 f"(and {self.client.max_retries} retries)") from None
-        except openai.APIStatusError as exc:
+                                 f"(and {_retries_made(exc, self.client.max_retries)} retries)") from None
+        except openai.APIStatusError as exc:  # 400, 422, ... are not retried: say how many retries were made
             raise ModelCallError(f"HTTP {exc.status_code}: {_server_message(exc)} "
-                                 f"(after {self.client.max_retries} retries)", status=exc.status_code) from None
+                                 f"(after {_retries_made(exc, self.client.max_retries)} retries)",
+                                 status=exc.status_code) from None
         except openai.APIConnectionError as exc:
             raise ModelCallError(f"cannot reach {self.config.endpoint}: {exc.__cause__ or exc}") from None
         except ValueError as exc:  # a body that is not JSON
@@ -94,9 +95,12 @@ class ChatClient:
             raise ModelCallError(f"{type(exc).__name__}: {exc}") from None
         latency = time.perf_counter() - started
         try:
-            text = response.choices[0].message.content
+            message = response.choices[0].message
+            text = message.content
         except (AttributeError, IndexError, TypeError):
             raise ModelCallError(f"the endpoint's answer has no message: {str(response)[:200]}") from None
+        if text is None and isinstance(getattr(message, "refusal", None), str):
+            text = message.refusal  # the model declined (OpenAI's `refusal` field): its answer, a no_sql miss
         if not isinstance(text, str):
             raise ModelCallError(f"the endpoint's answer is not a chat completion: {str(response)[:200]}")
         usage = getattr(response, "usage", None)
@@ -106,6 +110,15 @@ class ChatClient:
     def _fatal_text(self, exc, what: str, fix: str) -> str:
         return (f"{what}: HTTP {exc.status_code} from {self.config.endpoint} (model {self.config.name}): "
                 f"{_server_message(exc)}; fix: {fix}")
+
+
+def _retries_made(exc, default: int) -> int:
+    """The retries the SDK made before giving up: it numbers each attempt in its ``x-stainless-retry-count`` header
+    (none for a status it does not retry, such as 400)."""
+    try:
+        return int(exc.request.headers["x-stainless-retry-count"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return default
 
 
 def _server_message(exc) -> str:

@@ -36,6 +36,7 @@ _NOT_A_START = {"VAR", "IDENTIFIER", "UNKNOWN", "STRING", "NUMBER", "NATIONAL_ST
                 "WHEN", "FOR", "OF", "WITHIN_GROUP", "INTO", "AT_TIME_ZONE", "LIKE", "BETWEEN", "ASC", "DESC"}
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_INTRO_LABEL = re.compile(r"\A[A-Za-z]+:(?!:)")
 _LABEL = re.compile(r"\A\s*(?:sql(?:\s+query)?|query|answer|final\s+answer)\s*:\s*", re.IGNORECASE)
 PREVIEW = 80
 
@@ -75,29 +76,55 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     label = _LABEL.match(stripped)
     if label:
         return _checked(_trailing_prose_removed(stripped[label.end():].strip()), text, mode, "label")
-    if looks_like_sql(stripped):
-        return _checked(_trailing_prose_removed(stripped), text, mode, "text")
     lines = stripped.splitlines()
+    introduced = _introduces(lines[0])  # "Select the names:", "Update: ...": prose, though its first word is SQL's
+    if looks_like_sql(stripped) and not introduced:
+        return _checked(_trailing_prose_removed(stripped), text, mode, "text")
     for number in range(1, len(lines)):
         rest = "\n".join(lines[number:]).strip()
         rest = _LABEL.sub("", rest, count=1)
         if rest and looks_like_sql(rest):
             return _checked(_trailing_prose_removed(rest), text, mode, "prose")
+    _, colon, tail = lines[0].partition(":")  # "The query is: SELECT ...": the SQL after a prose line's colon
+    rest = (tail + "\n" + "\n".join(lines[1:])).strip()
+    if colon and tail.strip() and not tail.startswith(":") and looks_like_sql(rest):
+        return _checked(_trailing_prose_removed(rest), text, mode, "label")
+    if introduced:
+        return Extraction(None, mode, "text", "no_sql", f"the model's answer contains no SQL: {preview(text)}")
     return _checked(stripped, text, mode, "text")
 
 
 def last_fenced_block(text: str) -> str | None:
-    """The last SQL-tagged (or untagged) fenced block; else the last fenced block of any language; else None."""
+    """The last SQL-tagged (or untagged) fenced block; else the last fenced block of any language; else None.
+    Among them, the last one that starts like SQL wins (not an untagged block of example output after the query)."""
     blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
     blocks = [(tag, body.strip()) for tag, body in blocks if body.strip()]
     if not blocks:
         return None
     sql_blocks = [body for tag, body in blocks if tag in SQL_FENCE_TAGS]
-    return (sql_blocks or [body for _, body in blocks])[-1]
+    candidates = sql_blocks or [body for _, body in blocks]
+    return next((body for body in reversed(candidates) if looks_like_sql(body)), candidates[-1])
+
+
+def _introduces(line: str) -> bool:
+    """A prose line introducing what follows: it ends with a colon or opens with a one-word label (``Note:``).
+    No SQL statement's first line does either (a colon inside a SQL comment does not count)."""
+    line = line.strip()
+    if "--" in line or "/*" in line:
+        return False
+    return (line.endswith(":") and not line.endswith("::")) or bool(_INTRO_LABEL.match(line))
 
 
 def _trailing_prose_removed(sql: str) -> str:
-    """Drop paragraphs after a blank line that do not start like SQL ("This query counts ...")."""
+    """Drop what follows a line ending the statement with ``;`` when it does not start like SQL, and paragraphs
+    after a blank line that do not start like SQL ("This query counts ...")."""
+    lines = sql.split("\n")
+    for number, line in enumerate(lines[:-1]):
+        if line.rstrip().endswith(";"):
+            after = "\n".join(lines[number + 1:]).strip()
+            if after and not looks_like_sql(after):
+                sql = "\n".join(lines[: number + 1])
+            break
     paragraphs = re.split(r"\n\s*\n", sql)
     kept = [paragraphs[0]]
     for paragraph in paragraphs[1:]:

@@ -103,18 +103,29 @@ class BuiltinPredictor:
         key = cache_key(config.endpoint, config.name, messages, parameters)
         started = time.perf_counter()
         hit = self.cache.get(key)
-        if hit is not None:
+        if hit is not None:  # the tokens and latency of the call that filled the cache: a replay is reproducible
+            latency = hit.get("latency_s")
+            if isinstance(latency, bool) or not isinstance(latency, (int, float)):
+                latency = time.perf_counter() - started
             return {"sql": hit.get("text"), "raw_output": hit.get("text"), "model": config.name, "cached": True,
                     "tokens": {"prompt": hit.get("prompt_tokens"), "completion": hit.get("completion_tokens")},
-                    "latency_s": time.perf_counter() - started}
+                    "latency_s": latency}
         if self.cache.mode == "only":
+            problem = self.cache.problem(key)
+            if problem is not None:
+                raise ModelCallError(f"the cached answer {self.cache.path(key)} cannot be used ({problem}); fix: delete "
+                                     "the file, or run once with --sqleval-cache-mode refresh", called=False)
             raise ModelCallError(f"not in the cache (--sqleval-cache-mode only; key {key[:16]}... under {self.cache.directory})",
                                  called=False)
         completion = client_for(config).complete(messages, parameters)
         response = {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
                     "completion_tokens": completion.completion_tokens, "latency_s": round(completion.latency_s, 6)}
-        self.cache.put(key, {"endpoint": config.endpoint, "model": config.name, "messages": messages,
-                             "parameters": parameters}, response)
+        try:
+            self.cache.put(key, {"endpoint": config.endpoint, "model": config.name, "messages": messages,
+                                 "parameters": parameters}, response)
+        except OSError as exc:  # every answer would be lost: stop once, with the fix
+            raise ModelCallError(f"cannot write the response cache {self.cache.directory}: {exc}; fix: give "
+                                 "--sqleval-cache a writable directory, or --sqleval-cache-mode off", fatal=True) from None
         return {"sql": completion.text, "raw_output": completion.text, "model": config.name, "cached": False,
                 "tokens": {"prompt": completion.prompt_tokens, "completion": completion.completion_tokens},
                 "latency_s": completion.latency_s}

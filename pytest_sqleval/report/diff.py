@@ -6,9 +6,23 @@ from typing import Any, Sequence
 
 CELL_WIDTH = 24
 
+#: Characters a terminal or a CI log acts on (escape sequences, line breaks, bidirectional overrides): predicted
+#: SQL and its values are untrusted, so every rendered line shows them as escapes (``\x1b``, ``\x0a``), never raw.
+_UNPRINTABLE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
+    c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def printable(text: str) -> str:
+    """``text`` for one line of a terminal or CI log: control characters shown as escapes."""
+    return text.translate(_UNPRINTABLE)
+
 
 def miss_reason(record: dict[str, Any]) -> str:
     """One line: why a case missed (an error kind, a result mismatch, a policy or shape violation, pass_if)."""
+    return printable(_miss_reason(record))
+
+
+def _miss_reason(record: dict[str, Any]) -> str:
     error = record.get("error")
     if error:
         return f"{error['kind']}: {error['message']}"
@@ -25,7 +39,13 @@ def miss_reason(record: dict[str, Any]) -> str:
         return f"pass_if does not hold (soft_f1 {record.get('soft_f1')}, exact_match {record.get('exact_match')})"
     if record.get("exact_match") is False:
         return f"exact_match: {record.get('exact_match_reason') or 'clauses differ'}"
+    if "valid" in record and record["valid"] is None:  # scored, never run: a case with only a `schema:`
+        return NOT_RUN
     return "pass_if does not hold"
+
+
+NOT_RUN = ("pass_if does not hold: the prediction was not run (the case has no database, only a schema), so its "
+           "execution metrics are not computed; use a pass_if of exact_match")
 
 
 def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
@@ -54,7 +74,7 @@ def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
 
 
 def _one_line(sql: str | None) -> str:
-    return " ".join((sql or "").split())
+    return printable(" ".join((sql or "").split()))
 
 
 def _indent(lines: list[str]) -> list[str]:
@@ -76,7 +96,7 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[
 
 
 def _cell(value: Any) -> str:
-    text = "NULL" if value is None else str(value)
+    text = "NULL" if value is None else printable(str(value))
     return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
 

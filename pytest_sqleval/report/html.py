@@ -94,7 +94,7 @@ def _chart_suite(report: dict[str, Any]) -> int:
     regressed = [len(view.pairs(report, s.get("name", "")).get("regressed") or []) for s in suites]
     if max(regressed) > 0:
         return regressed.index(max(regressed))
-    failed = [i for i, s in enumerate(suites) if not s.get("passed", True)]
+    failed = [i for i, s in enumerate(suites) if not view.suite_passed(report, s)]
     if failed:
         return failed[0]
     sizes = [s.get("cases", 0) for s in suites]
@@ -147,7 +147,7 @@ def _suite(report: dict[str, Any], suite: dict[str, Any]) -> dict[str, Any]:
         "name": name,
         "path": suite.get("path", ""),
         "cases": suite.get("cases", 0),
-        "passed": suite.get("passed", True),
+        "passed": view.suite_passed(report, suite),
         "outcomes": {k: v for k, v in (suite.get("outcomes") or {}).items() if v},
         "rows": _metric_rows(suite.get("metrics") or {}, suite.get("intervals") or {}, suite.get("by_gold_sql") or {},
                              view.baseline_suite(report, name)),

@@ -136,7 +136,7 @@ def _gates(lines: list[str], report: dict[str, Any]) -> None:
 
 def _suite(lines: list[str], report: dict[str, Any], suite: dict[str, Any], list_limit: int) -> None:
     name = suite.get("name", "?")
-    mark = "✅" if suite.get("passed", True) else "❌"
+    mark = "✅" if view.suite_passed(report, suite) else "❌"
     lines.append(f"### {mark} Suite {code(name)}")
     lines.append("")
     outcomes = ", ".join(f"{n} {o}" for o, n in (suite.get("outcomes") or {}).items() if n)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from ..registry import active_registry
+from .diff import NOT_RUN
 
 MISS_OUTCOMES = ("missed", "failed")
 
@@ -110,6 +111,11 @@ def failed_gates(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [g for g in gates(report) if not g.get("passed")]
 
 
+def suite_passed(report: dict[str, Any], suite: dict[str, Any]) -> bool:
+    """A suite's mark: its thresholds held and none of its gates (a baseline gate too) failed."""
+    return bool(suite.get("passed", True)) and not any(g.get("suite") == suite.get("name") for g in failed_gates(report))
+
+
 # --------------------------------------------------------------------------- baseline
 def baseline(report: dict[str, Any]) -> dict[str, Any] | None:
     block = report.get("baseline")
@@ -191,6 +197,8 @@ def reason_text(case: dict[str, Any]) -> str:
         return f"pass_if does not hold (soft_f1 {fmt(case.get('soft_f1'))}, exact_match {fmt(case.get('exact_match'))})"
     if case.get("exact_match") is False:
         return f"exact_match: {case.get('exact_match_reason') or 'clauses differ'}"
+    if "valid" in case and case["valid"] is None:  # scored, never run: a case with only a `schema:`
+        return NOT_RUN
     return "pass_if does not hold"
 
 

@@ -85,11 +85,13 @@ def check_prediction(sql: str, dialect: str, *, allow_functions: Iterable[str] =
     if len(statements) != 1:
         raise QueryError(
             "rejected",
-            f"{len(statements)} statements; only a single query runs" if statements else "no statement",
+            f"{len(statements)} statements; only a single query runs" if statements
+            else "no statement: the prediction holds only comments, white space or ';'",
         )
     tree = statements[0]
     if not isinstance(tree, _QUERY_ROOTS):
-        raise QueryError("rejected", f"a {_describe(tree)} statement is not a query; only a single read-only query runs")
+        name = _statement_name(tokens, tree)
+        raise QueryError("rejected", f"a {name} statement is not a query; only a single read-only query runs")
     nodes = _check_tree(tree)
     _check_identifiers(sql, tokens, dialect)
     key = dialect_key(dialect)
@@ -146,7 +148,17 @@ _STATEMENT_WORDS = frozenset({
     "LOCK", "REFRESH", "CLUSTER", "DISCARD", "GRANT", "REVOKE", "SHOW", "DESCRIBE", "EXPLAIN", "ANALYZE", "BEGIN",
     "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "USE", "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "REPLACE",
     "CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME", "COMMENT", "SECURITY", "FORCE", "UNINSTALL",
+    "START", "ABORT", "END", "CLOSE", "FETCH", "MOVE", "DECLARE", "REASSIGN", "SUMMARIZE", "PIVOT", "UNPIVOT",
 })
+
+
+def _statement_name(tokens: list[Token], tree: exp.Expression) -> str:
+    """What a statement that is not a query is, for the reason: its first word as written (``LISTEN``,
+    ``CHECKPOINT``: sqlglot reads some such words as an alias or a column), else its tree's node (the DELETE
+    of ``WITH ... DELETE``)."""
+    if tokens and tokens[0].token_type.name not in _QUERY_START_TOKENS and tokens[0].text.isidentifier():
+        return tokens[0].text.upper()
+    return _describe(tree)
 
 
 def _leading_keyword(sql: str, dialect: str) -> str | None:

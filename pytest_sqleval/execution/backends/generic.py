@@ -72,6 +72,18 @@ def generic_engine(url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
                 connect_args[arg] = max(1, int(round(connect_timeout)))
         engine = create_engine(url, connect_args=connect_args) if connect_args else create_engine(url)
     except Exception as exc:  # noqa: BLE001
-        raise DatabaseError(f"bad database URL {hide_password(url)}: {first_line(exc)}") from None
+        raise DatabaseError(f"bad database URL {hide_password(url)}: {first_line(exc)}{_driver_hint(exc)}") from None
     probe(engine, url, engine.dialect.name, connect_timeout, watchdog=True)
     return engine
+
+
+def _driver_hint(exc: Exception) -> str:
+    """What to do when SQLAlchemy knows no such dialect, or the dialect's driver is not installed."""
+    from sqlalchemy.exc import NoSuchModuleError
+
+    if isinstance(exc, NoSuchModuleError):
+        return ("; SQLAlchemy has no such dialect+driver: check the URL's scheme (sqlite:///, duckdb:///, "
+                "postgresql+psycopg://, mysql+pymysql://, ...) or install the package that provides it")
+    if isinstance(exc, ImportError) and getattr(exc, "name", None):
+        return f"; its driver module {exc.name!r} is not installed: pip install the package that provides it"
+    return ""

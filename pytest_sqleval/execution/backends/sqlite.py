@@ -145,11 +145,23 @@ def sqlite_engine(path: Path):
         conn.close()
     except sqlite3.Error as exc:
         hint = ""
-        if "immutable=1" not in uri:
+        if _is_duckdb_file(path):
+            hint = (f"; it is a DuckDB database: name it with a .duckdb suffix or write "
+                    f"`database: duckdb:///{path}`")
+        elif "immutable=1" not in uri:
             hint = (f"; its WAL/journal file holds changes not yet in the database and this directory is not "
                     f"writable: checkpoint it first (sqlite3 {path.name} 'PRAGMA wal_checkpoint(TRUNCATE)')")
         raise DatabaseError(f"cannot open SQLite database {path}: {exc}{hint}") from None
     return register_target(create_engine("sqlite://", creator=connect, poolclass=StaticPool), ("sqlite", str(path.resolve())))
+
+
+def _is_duckdb_file(path: Path) -> bool:
+    """DuckDB's file header: an 8-byte checksum, then the magic ``DUCK`` (read only after SQLite refused it)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(12)[8:12] == b"DUCK"
+    except OSError:
+        return False
 
 
 def sqlite_read_only_uri(path: Path) -> str:
@@ -203,7 +215,17 @@ _SQLITE_DENIED_ACTIONS = frozenset(
 )
 
 
+#: The schema table's names. Using an eponymous virtual table (``json_each``, ``json_tree``, ``pragma_table_info``,
+#: ``generate_series``) makes SQLite declare its columns, and that declaration asks the authorizer for an UPDATE
+#: of each column of ``sqlite_master``. No statement that reaches this connection can write it: the guard lets
+#: only one SELECT through, the file is opened ``mode=ro``, ``query_only`` is on, and ``writable_schema`` cannot
+#: be set (the PRAGMA is denied below), so allowing these asks opens nothing.
+_SQLITE_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+
+
 def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _source: str | None) -> int:
+    if action == sqlite3.SQLITE_UPDATE and (arg1 or "").lower() in _SQLITE_SCHEMA_TABLES:
+        return sqlite3.SQLITE_OK  # an eponymous virtual table declaring its columns (see above)
     if action in _SQLITE_DENIED_ACTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and (arg1 or "").lower() not in _SQLITE_READ_PRAGMAS:

@@ -110,6 +110,11 @@ def sorted_tuple(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(items))
 
 
+#: CTEs in view that a query's reading gets for free; each one beyond costs a step of the work budget (a chain of
+#: thousands of CTEs, each read with all the earlier ones in view, is quadratic work).
+FREE_VISIBLE_CTES = 64
+
+
 class ShapeBuilder:
     """Builds the shapes of one statement (``text``); ``ignore_values`` replaces literals by ``?``."""
 
@@ -127,6 +132,8 @@ class ShapeBuilder:
     def query(self, node: exp.Expression, outer: tuple[_Scope, ...] = (), ctes: dict[str, _Source] | None = None) -> QueryShape:
         """The shape of a query in the given outer scopes and CTEs, built once (memoised)."""
         visible = tuple(ctes.items()) if ctes else ()
+        if len(visible) > FREE_VISIBLE_CTES:  # the key (and _query's copy) cost a step per CTE in view, cached or not
+            self.budget.spend(len(visible) - FREE_VISIBLE_CTES)
         key = (id(node), tuple(map(id, outer)), tuple((name, id(source)) for name, source in visible))
         cached = self._shapes.get(key)
         if cached is None:
@@ -406,6 +413,10 @@ class _Keys:
             left, right = self.expression(node.this, raw=raw), self.expression(node.expression, raw=raw)
             mirrored = _MIRRORED[type(node)].key
             return min(f"{node.key}({left},{right})", f"{mirrored}({right},{left})")
+        if isinstance(node, exp.In) and node.expressions and set(node.args) <= {"this", "expressions"}:
+            # an IN list is a set of values: `IN (2, 1, 1)` is `IN (1, 2)`
+            values = sorted({self.expression(value, raw=raw) for value in node.expressions})
+            return f"in({self.expression(node.this, raw=raw)};[{','.join(values)}])"
         return self._generic(node, raw=raw)
 
     def conjuncts(self, node: exp.Expression) -> list[str]:
