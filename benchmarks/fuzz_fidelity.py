@@ -15,7 +15,10 @@ non-breaking spaces, aliases). Every item is scored twice:
 It prints the agreement per mutation kind and metric and lists every disagreement::
 
     python benchmarks/fuzz_fidelity.py --official-python /tmp/fz/venv/bin/python --official-dir /tmp/fz \\
-        [--per-kind 110] [--seed 12] [--json out.json]
+        [--per-kind 110] [--seed 12] [--json out.json] [--extra]
+
+``--extra`` adds four opt-in kinds after the default ones (number forms, unary plus, quoted qualifiers, junk after
+a column-valued condition); the default corpus of a seed is the same with or without it.
 
 The harness reproduces the official scripts' input handling, as ``spider_fidelity.py`` does: a Spider
 prediction is the text before its first TAB, ``replace("value", "1")``, ``> =`` joined, ``YEAR(CURDATE())``
@@ -333,13 +336,75 @@ def m_combo(q, rng):
 
 MUTATIONS["combo"] = m_combo
 
+# --------------------------------------------------------------------------- opt-in kinds (--extra)
+# Token forms the official NLTK tokenizer reads differently from sqlglot (found by hand-written items; see
+# tests/test_fidelity_new_inputs.py). Kept out of MUTATIONS so that a seed's default corpus stays the same.
+_VALUE_BEFORE = (TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE, TokenType.LT, TokenType.LTE,
+                 TokenType.BETWEEN, TokenType.LIMIT)
+
+
+def x_number_form(q, rng):
+    """A number value or LIMIT count written as 0x.., with a sign apart or glued, or as n.0 / ne0."""
+    tokens = _tokens(q)
+    if not tokens:
+        return None
+    spots = [t for prev, t in zip(tokens, tokens[1:])
+             if t.token_type == TokenType.NUMBER and prev.token_type in _VALUE_BEFORE and _span(q, t).isdigit()]
+    if not spots:
+        return None
+    t = rng.choice(spots)
+    n = int(_span(q, t))
+    form = rng.choice([hex(n), f"- {n}", f"+{n}", f"+ {n}", f"-{n}", f"{n}.0", f"{n}e0"])
+    return q[:t.start] + form + q[t.end + 1:]
+
+
+def x_unary_plus(q, rng):
+    """``+`` before the first column of the SELECT list or of ORDER BY (sqlglot drops it)."""
+    tokens = _tokens(q)
+    if not tokens:
+        return None
+    spots = [t for prev, t in zip(tokens, tokens[1:])
+             if prev.token_type in (TokenType.SELECT, TokenType.ORDER_BY) and t.token_type == TokenType.VAR]
+    if not spots:
+        return None
+    t = rng.choice(spots)
+    return _insert(q, t.start, rng.choice(["+ ", "+"]))
+
+
+def x_quoted_qualifier(q, rng):
+    """``T1.col`` -> ``"T1".col`` / ```T1`.col`` / ``[T1].col``."""
+    tokens = _tokens(q)
+    if not tokens:
+        return None
+    spots = [a for a, dot in zip(tokens, tokens[1:]) if a.token_type == TokenType.VAR and dot.token_type == TokenType.DOT]
+    if not spots:
+        return None
+    t = rng.choice(spots)
+    left, right = rng.choice([('"', '"'), ("`", "`"), ("[", "]")])
+    return q[:t.start] + left + _span(q, t) + right + q[t.end + 1:]
+
+
+def x_column_value_junk(q, rng):
+    """Junk after a final condition whose value is a column (``... WHERE a = T2.b -- note``)."""
+    tokens = _tokens(q)
+    if not tokens or len(tokens) < 3 or tokens[-1].token_type != TokenType.VAR:
+        return None
+    end = len(tokens) - 3 if tokens[-2].token_type == TokenType.DOT else len(tokens) - 1
+    if end < 1 or tokens[end].token_type != TokenType.VAR or tokens[end - 1].token_type not in _VALUE_BEFORE[:6]:
+        return None
+    return q + rng.choice([" -- note", " /* checked */", " END", " ```", " -- count(*) of rows", " -- count and sum",
+                           " -- order matters", " -- limit of rows", " -- it's done", " xyz -- c"])
+
+
+EXTRA_MUTATIONS = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("x_")}
+
 
 # --------------------------------------------------------------------------- corpus
 def read_lines(path: Path) -> list[str]:
     return [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def generate(seed: int, per_kind: int) -> list[dict]:
+def generate(seed: int, per_kind: int, extra: bool = False) -> list[dict]:
     rng = random.Random(seed)
     gold_lines = [line.split("\t") for line in read_lines(SPIDER / "dev_gold.sql") if line.strip()]
     usable = [i for i, (_, db) in enumerate(gold_lines) if (SPIDER / "database" / db / f"{db}.sqlite").is_file()]
@@ -349,7 +414,8 @@ def generate(seed: int, per_kind: int) -> list[dict]:
         if len(lines) == len(gold_lines):
             systems[name] = [line.strip().split("\t")[0] for line in lines]
     items = []
-    for kind, mutate in MUTATIONS.items():
+    kinds = {**MUTATIONS, **EXTRA_MUTATIONS} if extra else MUTATIONS  # extra kinds come last: same default corpus
+    for kind, mutate in kinds.items():
         made, attempts = 0, 0
         while made < per_kind and attempts < per_kind * 30:
             attempts += 1
@@ -535,6 +601,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2,
                         help="pytest-xdist workers of the plugin's run (0: serial)")
     parser.add_argument("--json", type=Path, help="write items, verdicts and disagreements here")
+    parser.add_argument("--extra", action="store_true",
+                        help="also the opt-in kinds (number forms, unary plus, quoted qualifiers, column-value junk)")
     parser.add_argument("--systems", action="store_true",
                         help="no mutations: the ten systems' own predictions (9,720 items), kind = system")
     args = parser.parse_args()
@@ -543,8 +611,9 @@ def main() -> int:
         items = unmutated()
         print(f"{len(items)} items: the systems' own predictions", flush=True)
     else:
-        items = generate(args.seed, args.per_kind)
-        print(f"{len(items)} items, {len(MUTATIONS)} mutation kinds, seed {args.seed}", flush=True)
+        items = generate(args.seed, args.per_kind, args.extra)
+        kinds = len(MUTATIONS) + (len(EXTRA_MUTATIONS) if args.extra else 0)
+        print(f"{len(items)} items, {kinds} mutation kinds, seed {args.seed}", flush=True)
     official = run_official(items, args.official_python, args.official_dir)
     print(f"official evaluators: {time.monotonic() - started:.0f} s", flush=True)
     ours_ts, ours_bird = run_ours(items, args.workers)

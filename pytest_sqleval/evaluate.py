@@ -73,6 +73,8 @@ class Evaluator:
     max_rows: int
     #: time gold and prediction for BIRD's R-VES on every case (--sqleval-efficiency; a suite's `efficiency: true`)
     efficiency: bool = False
+    #: names a setup-script database as it really ran (built where, on which engine); None: as the suite wrote it
+    describe: Any = None
     _gold_cache: dict[Any, GoldRun | GoldError] = field(default_factory=dict)
     _schemas: dict[Any, Schema] = field(default_factory=dict)
     _gold_readability: dict[Any, Exception | None] = field(default_factory=dict)
@@ -91,7 +93,7 @@ class Evaluator:
         for spec, engine in zip(case.databases, engines):
             dialect = suite_dialect(suite, engine)
             try:
-                runs.append(self.run_gold(case.gold, suite.execution, engine, dialect, spec.display,
+                runs.append(self.run_gold(case.gold, suite.execution, engine, dialect, self._display(spec),
                                           timeout=timeout, max_rows=max_rows, max_memory=max_memory))
             except GoldError as exc:
                 raise GoldError(f"{exc} [case {case.id}]") from None
@@ -105,12 +107,16 @@ class Evaluator:
             runs = []
             for spec, engine in zip(case.databases, engines):
                 try:
-                    runs.append(self.run_gold(gold, suite.execution, engine, suite_dialect(suite, engine), spec.display,
+                    runs.append(self.run_gold(gold, suite.execution, engine, suite_dialect(suite, engine), self._display(spec),
                                               timeout=timeout, max_rows=max_rows, max_memory=max_memory))
                 except GoldError as exc:
                     raise GoldError(f"{exc} [case {case.id}, gold #{len(alternatives) + 2}]") from None
             alternatives.append(tuple(runs))
         return tuple(alternatives)
+
+    def _display(self, spec) -> str:
+        """The database for messages: a setup-script one as it was built (``--sqleval-database-url`` moves it)."""
+        return self.describe(spec) if spec.setup and self.describe is not None else spec.display
 
     def run_gold(self, gold: str, options: ComparisonOptions, engine, dialect: str, display: str, *,
                  timeout: float | None = None, max_rows: int | None = None, max_memory: int | None = None) -> GoldRun:

@@ -30,11 +30,22 @@ def sqleval_engine_factory(request: pytest.FixtureRequest, tmp_path_factory: pyt
         factory = state.engines
         owned = False
     else:
-        factory = EngineFactory(build_dir=tmp_path_factory.mktemp("sqleval-databases"))
+        factory = EngineFactory(build_dir=tmp_path_factory.mktemp("sqleval-databases"),
+                                shared_build_dir=_shared_plain_build_dir(request.config, tmp_path_factory))
         owned = True
     yield EngineFactoryFixture(factory)
     if owned:
         factory.close()
+
+
+def _shared_plain_build_dir(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """Without ``--sqleval``, xdist workers still build each SQLite/DuckDB setup database once per run: in a
+    folder of the run's base temporary directory (the parent of each worker's own), under the build lock."""
+    if not hasattr(config, "workerinput"):
+        return None
+    shared = tmp_path_factory.getbasetemp().parent / "sqleval-databases"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 class EngineFactoryFixture:

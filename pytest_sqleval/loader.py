@@ -138,6 +138,7 @@ def _case_id(ctx: LoadContext, entry: LineMapping, position: int) -> str:
                         fix="write e.g. `id: shop-count` (letters, digits, '-', '_' or '.')")
     case_id = str(raw).strip()
     bad = [ch for ch in ("/", "[", "]", " ", "\t", "::") if ch in case_id]  # `::` splits pytest node ids
+    bad += [ch for ch in case_id if not ch.isprintable()]  # a newline or an escape would reach the terminal raw
     if bad:
         raise ctx.error(f"case id {case_id!r} contains {bad[0]!r}", entry.key_lines["id"],
                         fix="use letters, digits, '-', '_' or '.' ('/' and '[n]' address interaction turns, "
@@ -380,6 +381,9 @@ def _plain(value: Any, budget: list[int] | None = None) -> Any:
     if isinstance(value, list):
         _spend(budget, 2)
         return [_plain(v, budget) for v in value]
+    if isinstance(value, (set, frozenset)):  # a YAML !!set: a sorted list (str() of a set changes order per process)
+        _spend(budget, 2)
+        return [_plain(v, budget) for v in sorted(value, key=repr)]
     if value is None or isinstance(value, (str, int, float, bool)):
         _spend(budget, len(value) + 2 if isinstance(value, str) else 8)
         return value

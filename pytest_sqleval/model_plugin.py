@@ -152,7 +152,7 @@ def resolve_model_settings(config: pytest.Config):
         except SuiteError as exc:
             raise pytest.UsageError(exc.render()) from None
         except TemplateProblem as exc:
-            raise pytest.UsageError(f"{path}: bad prompt template: {exc}\n  fix: {exc.fix}") from None
+            raise pytest.UsageError(f"--sqleval-prompt {prompt_file}: bad prompt template: {exc}\n  fix: {exc.fix}") from None
     save = option.sqleval_save_predictions or ini("sqleval_save_predictions")
     return ModelSettings(
         cli=cli, ini=from_ini,

@@ -118,9 +118,22 @@ class SqlevalSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
-        result = yield
+        try:
+            result = yield
+        except (pytest.Session.Failed, KeyboardInterrupt) as stop:
+            # -x/--maxfail end the loop with an exception (xdist's is a KeyboardInterrupt named "stopping after N
+            # failures"): the cases that ran are still summarised, gated and reported; a real Ctrl-C is not
+            if not _stopped_early(stop, session) or not self.state.records or is_worker(self.config) \
+                    or self.state.settings.check_gold:
+                raise
+            self._finish_loop(session)
+            raise
         if is_worker(self.config) or self.config.option.collectonly or self.state.settings.check_gold:
             return result
+        self._finish_loop(session)
+        return result
+
+    def _finish_loop(self, session: pytest.Session) -> None:
         release_scoring_caches(self.state)
         self._summarize()
         self._build_report()
@@ -131,7 +144,6 @@ class SqlevalSession:
         self._write_json()
         if self.state.json_error:
             session.testsfailed += 1
-        return result
 
     def _summarize(self) -> None:
         from .summary import summarize
@@ -259,6 +271,16 @@ def release_scoring_caches(state: SqlevalState) -> None:
     if parsed is not None and hasattr(getattr(parsed, "_cache", None), "clear"):
         parsed._cache.clear()
     gc.collect()  # sqlglot trees point back to their parents: freed by the collector, now rather than later
+
+
+def _stopped_early(stop: BaseException, session: pytest.Session) -> bool:
+    """pytest's -x/--maxfail stop (``Session.Failed`` after a failure set ``shouldfail``), or xdist's (an
+    ``Interrupted``, a KeyboardInterrupt subclass, raised after its loop with pytest's own "stopping after N
+    failures"); not Ctrl-C, not a session stopped for another reason (collection errors, a model that cannot be
+    used: ``Session.Interrupted``), whose partial results would read as a run."""
+    if isinstance(stop, pytest.Session.Failed):
+        return bool(session.shouldfail)
+    return type(stop) is not KeyboardInterrupt and str(stop).startswith("stopping after ")
 
 
 def _runs_xdist_workers(config: pytest.Config) -> bool:

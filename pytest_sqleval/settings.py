@@ -165,7 +165,7 @@ def resolve_settings(config) -> Settings:
     connect_timeout = connect_cli or _ini_number(_getini(config, "sqleval_connect_timeout"), "sqleval_connect_timeout",
                                                  connect_seconds)
     predictions = option.sqleval_predictions or _ini_path(config, ini("sqleval_predictions"))
-    json_path = option.sqleval_json or ini("sqleval_json")
+    json_path = option.sqleval_json or _ini_output_path(ini("sqleval_json"), "sqleval_json")
     ini_thresholds = []
     for line in config.getini("sqleval_thresholds"):
         try:
@@ -204,6 +204,18 @@ def _ini_path(config, value):
     base = getattr(config, "inipath", None)
     path = Path(os.path.expanduser(str(value)))
     return path if path.is_absolute() or base is None else Path(base).parent / path
+
+
+def _ini_output_path(value, name: str) -> str | None:
+    """An ini option's output path with ``~`` and ``$VARS`` expanded, as ``sqleval_markdown``/``sqleval_html``
+    are (``sqleval_json = $RUNNER_TEMP/sqleval.json``); an unset variable is an error, not a folder named ``$X``."""
+    if value is None:
+        return None
+    path = os.path.expandvars(os.path.expanduser(str(value)))
+    if "$" in path:
+        raise SettingsError(f"ini option {name}: {value!r} names an unset environment variable "
+                            "(set it, or write the path itself)")
+    return path
 
 
 def _ini_function_names(lines) -> tuple[str, ...]:

@@ -48,7 +48,8 @@ class SqlevalState:
         if self._evaluator is None:
             from .evaluate import Evaluator
 
-            self._evaluator = Evaluator(timeout=timeout_of(self.settings), max_rows=max_rows_of(self.settings))
+            self._evaluator = Evaluator(timeout=timeout_of(self.settings), max_rows=max_rows_of(self.settings),
+                                        describe=self.engines.describe)
         return self._evaluator
 
     def register_suite(self, suite: Suite) -> None:

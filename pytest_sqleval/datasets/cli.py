@@ -126,7 +126,7 @@ def add_generate(subparsers) -> None:
     parser.add_argument("--model", help="model name (default $SQLEVAL_MODEL)")
     parser.add_argument("--model-url", help="OpenAI-compatible base URL (default $OPENAI_BASE_URL)")
     parser.add_argument("--model-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
-    parser.add_argument("--temperature", type=float, default=1.0, help="for writing SQL (default 1.0, as the paper)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="for writing SQL (default 1.0; the MRO paper used 1.5)")
     parser.add_argument("--cache", default=".sqleval_cache", metavar="DIR", help="response cache (default .sqleval_cache)")
     parser.add_argument("--cache-mode", default="use", choices=("use", "refresh", "off", "only"))
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per query (default 10)")

@@ -196,7 +196,22 @@ def parse_json_answer(text: str) -> Any:
                     return json.loads(candidate[start:end + 1])
                 except json.JSONDecodeError:
                     continue
-    return None
+    # reasoning before (or after) the JSON may hold brackets of its own (`parts[qty]`, `{name}`): the longest
+    # JSON value that starts at any bracket
+    decoder, best, position = json.JSONDecoder(), None, 0
+    while True:
+        found = [i for i in (text.find("[", position), text.find("{", position)) if i != -1]
+        if not found:
+            return best[1] if best else None
+        position = min(found)
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            position += 1
+            continue
+        if isinstance(value, (list, dict)) and (best is None or end - position > best[0]):
+            best = (end - position, value)
+        position = end
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -451,7 +466,7 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                 schema=plain_schema, sql=item.sql, rows=preview[:600], paraphrases=paraphrases,
                 paraphrase_key=', "paraphrases": ["..."]' if options.paraphrases else ""), temperature=0.0)
             data = parse_json_answer(answer)
-            question = data.get("question") if isinstance(data, dict) else (answer.strip() if data is None else None)
+            question = data.get("question") if isinstance(data, dict) else (_plain_question(answer) if data is None else None)
             if not isinstance(question, str) or not question.strip() or len(question) > 1000:
                 report.drops.append(Drop("no_question", item.sql, "the model gave no question"))
                 continue
@@ -491,6 +506,16 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
     output.write_text(dump_yaml(document), encoding="utf-8")
     _write_report(report, output, report_path)
     return report
+
+
+def _plain_question(answer: str) -> str | None:
+    """The question of an answer that is not JSON: the text after its last ``Question:`` label, else the answer
+    if it is one line (several lines without a label are reasoning and question mixed: no question)."""
+    labelled = re.findall(r"^\W*question\W*:\s*(.+)$", answer, flags=re.IGNORECASE | re.MULTILINE)
+    if labelled:
+        return labelled[-1].strip().strip("*\"'").strip()
+    lines = [line for line in answer.strip().splitlines() if line.strip()]
+    return lines[0].strip() if len(lines) == 1 else None
 
 
 def _agreement(answer: str) -> bool | None:

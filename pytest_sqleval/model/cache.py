@@ -37,6 +37,7 @@ class ResponseCache:
             raise ValueError(f"unknown cache mode {mode!r}: use one of {', '.join(CACHE_MODES)}")
         self.directory = Path(directory)
         self.mode = mode
+        file_mode()  # the umask is read here, before any worker thread writes
 
     @property
     def reads(self) -> bool:
@@ -81,6 +82,7 @@ class ResponseCache:
                              indent=1, ensure_ascii=False, sort_keys=True)
         fd, temp = tempfile.mkstemp(prefix=f".{key[:12]}-", suffix=".tmp", dir=target.parent)
         try:
+            os.fchmod(fd, file_mode())  # mkstemp makes 0600: a shared or committed cache is read by others too
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(payload + "\n")
             os.replace(temp, target)
@@ -90,6 +92,19 @@ class ResponseCache:
             except OSError:
                 pass
             raise
+
+
+_file_mode: int | None = None
+
+
+def file_mode() -> int:
+    """The mode ``open()`` would give a new file (0666 less the umask), read once per process."""
+    global _file_mode
+    if _file_mode is None:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        _file_mode = 0o666 & ~umask
+    return _file_mode
 
 
 def _problem(data: Any) -> str | None:

@@ -54,6 +54,10 @@ class ChatClient:
             raise ModelCallError(f"the environment variable {config.key_env} (the model's key_env) is not set; "
                                  f"fix: export {config.key_env}=... before running pytest", fatal=True, called=False)
         key = os.environ.get(config.key_env or "OPENAI_API_KEY") or NO_KEY
+        if key != NO_KEY:  # a server may quote the key it refused: every message masks it
+            from ..secrets import register_secret
+
+            register_secret(key)
         self.client = openai.OpenAI(
             base_url=config.url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_URL,
             api_key=key,
@@ -122,12 +126,14 @@ def _retries_made(exc, default: int) -> int:
 
 
 def _server_message(exc) -> str:
+    from ..secrets import mask_secrets
+
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body["error"] if isinstance(body.get("error"), dict) else body
         if inner.get("message"):
-            return str(inner["message"])
-    return str(getattr(exc, "message", None) or exc)
+            return mask_secrets(str(inner["message"]))
+    return mask_secrets(str(getattr(exc, "message", None) or exc))
 
 
 _clients: dict[Any, ChatClient] = {}

@@ -155,6 +155,10 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
     if answer is None or isinstance(answer, str):
         answer = {"sql": answer}
     if not isinstance(answer, Mapping):
+        if hasattr(answer, "__await__") and hasattr(answer, "close"):  # an async predictor (a conftest fixture's)
+            answer.close()  # never awaited: close it, no "never awaited" warning
+            return failed("the predictor returned a coroutine (an async function); predictors run on worker threads "
+                          "and must return the answer: wrap it, e.g. `lambda case: asyncio.run(predict(case))`")
         return failed(f"the predictor returned {type(answer).__name__}; return SQL text, None, or a mapping with 'sql'")
     if "sql" not in answer:
         return failed(f"the predictor's mapping has no 'sql' key (keys: {', '.join(map(str, answer))})")
@@ -168,7 +172,10 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
     latency = float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool) else elapsed
     cost = None
     if config is not None and config.priced and tokens is not None:
-        cost = 0.0 if cached else config.cost(tokens.get("prompt"), tokens.get("completion"))
+        # a priced side whose token count the server did not send: the cost is unknown (None), not a zero
+        known = all(tokens.get(side) is not None for side, price in
+                    (("prompt", config.price_per_1k_input), ("completion", config.price_per_1k_output)) if price)
+        cost = 0.0 if cached else config.cost(tokens.get("prompt"), tokens.get("completion")) if known else None
     result = PredictionResult(
         None, "model", raw_output=raw if raw is None or isinstance(raw, str) else str(raw),
         model=str(answer.get("model") or label), latency_s=round(latency, 6), tokens=tokens, cached=cached,
@@ -220,6 +227,11 @@ def load_callable(spec: str, search: Sequence[Path] = ()) -> Callable[[Predictor
         module = _import(module_name, search)
     except ImportError as exc:
         raise PredictorSpecError(f"--sqleval-predictor {spec!r}: cannot import {module_name}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing (a syntax error, a raise)
+        where = f" ({Path(exc.filename).name}, line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.filename else ""
+        detail = exc.msg if isinstance(exc, SyntaxError) else str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: cannot import {module_name}: "
+                                 f"{type(exc).__name__}{': ' + detail if detail else ''}{where}") from None
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
@@ -227,6 +239,15 @@ def load_callable(spec: str, search: Sequence[Path] = ()) -> Callable[[Predictor
         target = getattr(target, part)
     if not callable(target):
         raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {attr} is not callable")
+    if isinstance(target, type):  # called with each case, a class would make an instance per case, not SQL
+        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {attr} is a class; point at a function or at a "
+                                 f"callable instance (e.g. `predict = {attr}()` in {module_name})")
+    import inspect
+
+    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None)):
+        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {attr} is an async function; predictors run on "
+                                 "worker threads and must return the answer: wrap it, e.g. "
+                                 f"`def predict(case): return asyncio.run({attr}(case))`")
     return target
 
 

@@ -88,16 +88,23 @@ class PromptTemplate:
         self.source = source
         self.env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                       autoescape=False)  # noqa: S701 - prompts are text, not HTML
+        from_file = source.origin not in ("default", "inline")  # a template file: messages name it and its line
         try:
             parsed = self.env.parse(source.text)
+            undeclared = meta.find_undeclared_variables(parsed)  # compiles it: an unknown filter or test fails here
+            self.template = self.env.from_string(source.text)
         except jinja2.TemplateSyntaxError as exc:
-            raise TemplateProblem(f"line {exc.lineno} of the template: {exc.message}",
+            where = f"{source.origin}:{exc.lineno}:" if from_file else f"line {exc.lineno} of the template:"
+            raise TemplateProblem(f"{where} {exc.message}",
                                   "see https://jinja.palletsprojects.com/ for the template syntax") from None
-        unknown = sorted(meta.find_undeclared_variables(parsed) - set(PLACEHOLDERS))
+        if any(True for _ in meta.find_referenced_templates(parsed)):
+            raise TemplateProblem(f"{source.origin + ': ' if from_file else ''}{{% include %}}, {{% import %}} and "
+                                  "{% extends %} are not supported (a prompt is one template)",
+                                  "put the included text in the template, or few-shot pairs in `examples:`")
+        unknown = sorted(undeclared - set(PLACEHOLDERS))
         if unknown:
-            raise TemplateProblem(f"unknown placeholder {', '.join(unknown)}",
+            raise TemplateProblem(f"{source.origin + ': ' if from_file else ''}unknown placeholder {', '.join(unknown)}",
                                   f"the placeholders are: {', '.join(PLACEHOLDERS)}")
-        self.template = self.env.from_string(source.text)
         self.blocks = [name for name in ("system", "user") if name in self.template.blocks]
 
     @property

@@ -348,13 +348,20 @@ def file_result(item) -> PredictionResult:
 
 def examples_for(case, suite, spec: ExamplesSpec | None) -> list[dict[str, Any]]:
     """Few-shot pairs: from the examples file, or other cases of the suite (never the case itself, nor a turn of
-    its own interaction), in file order."""
+    its own interaction, nor a pair with the case's question or gold SQL, such as a paraphrase), in file order."""
     if spec is None:
         return []
+
+    def same(a, b) -> bool:  # the case itself in other words: its question, or its gold SQL (a paraphrase's)
+        return bool(a) and bool(b) and " ".join(str(a).split()).casefold() == " ".join(str(b).split()).casefold()
+
+    def own(question, sql) -> bool:
+        return same(question, case.question) or same(sql, case.gold)
+
     if spec.file is not None:
         from .config import load_examples
 
-        pairs = load_examples(spec.file)
+        pairs = [p for p in load_examples(spec.file) if not own(p["question"], p["sql"])]
         return [dict(p) for p in (pairs[: spec.count] if spec.count is not None else pairs)]
     chosen = []
     for other in suite.cases:
@@ -362,7 +369,7 @@ def examples_for(case, suite, spec: ExamplesSpec | None) -> list[dict[str, Any]]
             break
         if other.id == case.id or (case.interaction is not None and other.interaction == case.interaction):
             continue
-        if not other.question:
+        if not other.question or own(other.question, other.gold):
             continue
         chosen.append({"question": other.question, "sql": other.gold})
     return chosen

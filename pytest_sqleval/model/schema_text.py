@@ -142,9 +142,17 @@ def render_schema(tables: Sequence[TableDoc], fmt: str = "ddl", *, dialect: str 
 
 
 def _ident(name: str, dialect: str) -> str:
+    """The name as the dialect must write it: quoted when it is a reserved word (`order`, `group`) or, in a
+    dialect that folds unquoted names (PostgreSQL), when folding would change it (`"Shops"` is not `shops`)."""
     from sqlglot import exp
+    from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
+    from sqlglot.dialects.duckdb import DuckDB
 
-    return exp.to_identifier(name).sql(dialect)
+    folds = Dialect.get_or_raise(dialect).NORMALIZATION_STRATEGY
+    quoted = (name.lower() in DuckDB.Generator.RESERVED_KEYWORDS  # PostgreSQL's reserved words, and DuckDB's
+              or (folds == NormalizationStrategy.LOWERCASE and name != name.lower())
+              or (folds == NormalizationStrategy.UPPERCASE and name != name.upper()))
+    return exp.to_identifier(name, quoted=True if quoted else None).sql(dialect)
 
 
 def _ddl(tables: Sequence[TableDoc], dialect: str, rows: dict[str, tuple]) -> str:

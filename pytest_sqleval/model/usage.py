@@ -43,7 +43,9 @@ def usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     costs = [r["cost"] for r in cases if isinstance(r.get("cost"), (int, float))]
     names = sorted({str(r.get("model")) for r in cases if r.get("model")})
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
-    return {
+    uncounted = sum(1 for r in called if (r.get("error") or {}).get("kind") != "model_error"
+                    and not any(isinstance((r.get("tokens") or {}).get(k), (int, float)) for k in ("prompt", "completion")))
+    block = {
         "model": names[0] if len(names) == 1 else names,
         "cases": len(cases),
         "calls": len(called),
@@ -54,6 +56,9 @@ def usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
         "latency_s": {"p50": None if p50 is None else round(p50, 6), "p95": None if p95 is None else round(p95, 6)},
         "cost": round(math.fsum(costs), 8) if costs else None,
     }
+    if uncounted:  # answers without token counts: the tokens (and the cost) above leave them out
+        block["calls_without_tokens"] = uncounted
+    return block
 
 
 def _tokens(record: Mapping[str, Any], kind: str) -> int:
@@ -67,7 +72,8 @@ def usage_line(block: Mapping[str, Any]) -> str:
     latency p50 0.410 s, p95 1.200 s | cost $0.0031`` (latency and cost only when known)."""
     name = block["model"] if isinstance(block["model"], str) else ", ".join(block["model"])
     parts = [f"model {name}: {block['calls']} calls, {block['cache_hits']} cache hits, {block['errors']} errors",
-             f"tokens {block['tokens']['prompt']} prompt + {block['tokens']['completion']} completion"]
+             f"tokens {block['tokens']['prompt']} prompt + {block['tokens']['completion']} completion"
+             + (f" ({block['calls_without_tokens']} calls without token counts)" if block.get("calls_without_tokens") else "")]
     latency = block["latency_s"]
     if latency["p50"] is not None:
         parts.append(f"latency p50 {latency['p50']:.3f} s, p95 {latency['p95']:.3f} s")
@@ -132,6 +138,9 @@ def save_predictions(path: str | Path, records: Sequence[Mapping[str, Any]]) -> 
     lines = prediction_lines(records)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+    from .cache import file_mode
+
+    os.fchmod(fd, file_mode())  # as open() would make it, not mkstemp's 0600
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.replace(temp, path)

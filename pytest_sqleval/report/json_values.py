@@ -11,6 +11,8 @@ def json_primitive(value: Any) -> Any:
     with text keys, text, numbers, booleans and None. Parts that already are such values are kept, not copied (a
     100,000-case run holds its records once, not twice; nested dicts are shared with the records)."""
     kind = type(value)
+    if kind is float and value - value != 0.0:  # NaN, inf, -inf (x - x is 0.0 only for finite x): JSON has none
+        return str(value)
     if value is None or kind in (str, int, float, bool):
         return value
     if kind is dict:
@@ -29,6 +31,8 @@ def json_primitive(value: Any) -> Any:
         return {_json_key(k): json_primitive(v) for k, v in value.items()}
     import json
 
+    if isinstance(value, float) and value - value != 0.0:  # a float subclass (numpy.float64) that is not finite
+        return str(float(value))
     return json.loads(json.dumps(value, default=str))  # int/float/str subclasses, and str() of anything else
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ..registry import active_registry
 from ..summary import SuiteSummary
-from .diff import render_miss
+from .diff import printable, render_miss
 from .view import breakdown_columns
 
 MISS_LIST_LIMIT = 25
@@ -45,7 +45,7 @@ def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool
     """A suite's built-in part of the summary: metrics, breakdowns, misses and threshold verdicts."""
     agg = summary.aggregates
     outcomes = ", ".join(f"{n} {name}" for name, n in agg["outcomes"].items() if n)
-    tr.write_line(f"suite {summary.name} ({summary.path})")
+    tr.write_line(printable(f"suite {summary.name} ({summary.path})"))  # a name can hold an escape or a newline
     tr.write_line(f"  {agg['cases']} cases: {outcomes} | execution profile {summary.execution['profile']}"
                   f" | exact match {summary.exact_match_profile or '-'} | pass_if {summary.pass_if}")
     _write_metrics(tr, agg)
@@ -88,7 +88,7 @@ def _write_breakdown(tr, title: str, breakdown: dict) -> None:
     tr.write_line(header)
     for level, row in breakdown.items():
         cells = " ".join(f"{fmt(row.get(k)):>8}" for k, _ in present)
-        tr.write_line(f"    {level:<13} {row['cases']:>6} {cells}")
+        tr.write_line(f"    {printable(str(level)):<13} {row['cases']:>6} {cells}")
 
 
 def _write_turns(tr, by_turn: dict) -> None:
@@ -128,7 +128,7 @@ def _write_verdicts(tr, summary: SuiteSummary) -> None:
     for verdict in summary.verdicts:
         tr.write_line("  " + verdict.line(), green=verdict.passed, red=not verdict.passed, bold=not verdict.passed)
     if summary.failed_verdicts:
-        tr.write_line(f"  sqleval gate failed for suite {summary.name}: exit status 1 comes from the gate",
+        tr.write_line(f"  sqleval gate failed for suite {printable(summary.name)}: exit status 1 comes from the gate",
                       red=True, bold=True)
 
 
@@ -162,13 +162,14 @@ def fmt_interval(interval: Any, decimals: int = 4) -> str:
 def write_deploy_gate(tr, report: dict) -> None:
     """The overall figure, the comparison with the baseline and the verdict of every gate not already shown per suite."""
     overall = report.get("overall")
-    if overall:
+    if overall and overall.get("suites"):  # no suite ran (nothing collected, all deselected): nothing to average
         parts = []
         for key in (m.name for m in active_registry().reported()):
             if key in overall["metrics"]:
                 interval = fmt_interval(overall["intervals"].get(key), 2)
                 parts.append(f"{key} {fmt(overall['metrics'][key])}" + (f" {interval}" if interval else ""))
-        tr.write_line(f"overall ({overall['suites']} suites, {overall['scored']} scored cases, micro-average): "
+        suites = f"{overall['suites']} suite{'s' if overall['suites'] != 1 else ''}"
+        tr.write_line(f"overall ({suites}, {overall['scored']} scored cases, micro-average): "
                       + ", ".join(parts))
     baseline = report.get("baseline")
     if baseline:
@@ -179,7 +180,7 @@ def write_deploy_gate(tr, report: dict) -> None:
             _write_comparison(tr, entry)
     gates = [g for g in report.get("gates", []) if g["kind"] != "threshold" or g["suite"] == "overall"]
     for gate in gates:
-        where = "" if gate["suite"] == "overall" else f"suite {gate['suite']}: "
+        where = "" if gate["suite"] == "overall" else f"suite {printable(str(gate['suite']))}: "
         tr.write_line(f"{where}{gate['message']}", green=gate["passed"], red=not gate["passed"], bold=not gate["passed"])
     failed = [g for g in gates if not g["passed"]]
     if failed and not (report.get("run") or {}).get("shard"):
@@ -193,7 +194,7 @@ def _write_comparison(tr, entry: dict) -> None:
     if entry.get("pairs_with_errors"):
         errors = f"{len(entry['pairs_with_errors'])} with a suite error on one side (not compared)"
         described = f"{described}, {errors}" if described else errors
-    tr.write_line(f"  {entry['name']}: {described or 'no cases'}")
+    tr.write_line(f"  {printable(str(entry['name']))}: {described or 'no cases'}")
     from ..deploygate import format_p
 
     unchanged = [m for m, stats in entry["metrics"].items() if stats["current"] == stats["baseline"]

@@ -25,7 +25,7 @@ from .base import (
     timeout_message,
 )
 from .connect import require_module
-from .setup_scripts import build_file_once, run_setup_scripts
+from .setup_scripts import build_file_once, failing_statement, run_setup_scripts
 
 DUCKDB_CONFIG = {
     "enable_external_access": False,
@@ -44,6 +44,11 @@ class DuckDBBackend(Backend):
     drivers = ("duckdb", "duckdb_engine")
 
     def open(self, url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
+        from sqlalchemy.engine import make_url
+
+        if make_url(url).database in (None, "", ":memory:"):
+            raise DatabaseError(f"{hide_password(url)} is an empty in-memory DuckDB database; use a .duckdb file, "
+                                'or `url: "duckdb://"` with setup scripts')
         return duckdb_engine(url)
 
     def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str:
@@ -185,7 +190,24 @@ def _run_duckdb_build(partial: Path, scripts: tuple[Path, ...], *, one_transacti
                 text = merged_text
             conn.execute(f"BEGIN TRANSACTION;\n{text}\n;\nCOMMIT;" if one_transaction else text)
 
-        run_setup_scripts(scripts, execute, duckdb.Error, "DuckDB")
+        run_setup_scripts(scripts, execute, duckdb.Error, "DuckDB", None if one_transaction else _duckdb_locate)
         conn.execute("CHECKPOINT")
+    finally:
+        conn.close()
+
+
+def _duckdb_locate(done: list[str], text: str) -> int | None:
+    """The offset of the statement of ``text`` that fails, run one by one in memory after the earlier scripts
+    (a failed build only); statements split with sqlglot's DuckDB tokenizer."""
+    import duckdb
+
+    from .insert_merge import _statements
+
+    conn = duckdb.connect()
+    try:
+        for earlier in done:
+            conn.execute(earlier)
+        return failing_statement(((start, text[start:end]) for start, end, _ in _statements(text, "duckdb")),
+                                 conn.execute)
     finally:
         conn.close()

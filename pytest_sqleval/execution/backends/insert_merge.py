@@ -33,7 +33,7 @@ class ValuesInsert(NamedTuple):
 
 def merge_single_row_inserts(text: str, dialect: str) -> str:
     """``text`` with runs of VALUES inserts into the same target merged (unchanged when there is none)."""
-    if len(text) > MAX_SCRIPT_CHARS or "insert" not in text.lower():
+    if len(text) > MAX_SCRIPT_CHARS or text.lower().count("insert") < 2:  # nothing to merge: no need to tokenize
         return text
     try:
         statements = _statements(text, dialect)
@@ -88,6 +88,9 @@ def _statements(text: str, dialect: str) -> list[tuple[int, int, Any]]:
 
 _TARGET_TOKENS = ("VAR", "IDENTIFIER", "DOT", "L_PAREN", "R_PAREN", "COMMA")
 
+#: Tokens that start a subquery (DuckDB also reads ``FROM t SELECT ...``, ``TABLE t``, ``VALUES ...``).
+_SUBQUERY_TOKENS = ("SELECT", "WITH", "FROM", "TABLE", "VALUES")
+
 
 def _values_insert(tokens: list[Any], types: Any) -> ValuesInsert | None:
     """The :class:`ValuesInsert` when ``tokens`` are exactly a VALUES insert, else None."""
@@ -101,6 +104,9 @@ def _values_insert(tokens: list[Any], types: Any) -> ValuesInsert | None:
     if any(t.token_type not in allowed for t in target) or target[0].token_type not in allowed - {
             types.DOT, types.L_PAREN, types.R_PAREN, types.COMMA}:
         return None
+    subquery = {getattr(types, name) for name in _SUBQUERY_TOKENS}
+    if any(t.token_type in subquery for t in tokens[values + 1:]):
+        return None  # a subquery reads the table as each statement left it: one multi-row insert would not
     rows = _row_spans(tokens[values + 1:], types)
     if not rows:
         return None

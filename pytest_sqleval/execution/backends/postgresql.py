@@ -65,10 +65,12 @@ class PostgreSQLBackend(Backend):
         return build_postgres(url, name, scripts, connect_timeout=timeout, role=role, on_created=lambda: (
             context.on_cleanup(lambda: drop_postgres_database(url, name, role=role, connect_timeout=timeout))))
 
-    def run(self, conn: Any, sql: str, limits: Limits) -> QueryResult:
+    def run(self, conn: Any, sql: str, limits: Limits, *, _infinity: bool = False) -> QueryResult:
         """A read-only transaction, always rolled back; a server-side cursor fetches at most cap + 1 rows.
 
         ``limits.role``: the plugin's SELECT-only role of a database it built, taken with SET LOCAL ROLE.
+        A result with an ``infinity`` date or timestamp (which psycopg cannot load) is fetched again with
+        :func:`register_infinity_loaders` (only then: those loaders are slower than psycopg's own).
         """
         import psycopg
         from psycopg import sql as pgsql
@@ -85,15 +87,23 @@ class PostgreSQLBackend(Backend):
             if limits.role:
                 conn.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(limits.role)))
             with conn.cursor(name="sqleval_query") as cursor:
+                if _infinity:
+                    register_infinity_loaders(cursor)
                 cursor.execute(sql)
                 rows = cursor.fetchmany(limits.max_rows + 1)
                 columns = tuple(d.name for d in cursor.description or ())
+        except psycopg.DataError as exc:
+            if _infinity or "infinity" not in str(exc):
+                raise self.classify(exc, limits=limits) from None
+            rows = None  # psycopg could not load an infinity date: fetch again, with loaders that can
         except psycopg.Error as exc:
             raise self.classify(exc, limits=limits) from None
         finally:
             rollback(conn)
             if autocommit:
                 conn.autocommit = True
+        if rows is None:
+            return self.run(conn, sql, limits, _infinity=True)
         return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
 
     def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
@@ -144,6 +154,46 @@ def postgres_engine(url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOU
 
     probe(engine, url, "PostgreSQL", connect_timeout)
     return register_target(engine, ("postgresql", url))
+
+
+def register_infinity_loaders(context) -> None:
+    """Load PostgreSQL's ``infinity``/``-infinity`` dates and timestamps (which Python cannot represent) as the
+    largest/smallest ``date``/``datetime``, as psycopg's documentation suggests, so a result holding them
+    compares instead of failing (``context``: a psycopg connection or cursor)."""
+    for pg_type, loader in _infinity_loaders().items():
+        context.adapters.register_loader(pg_type, loader)
+
+
+_INFINITY_LOADERS: dict[str, Any] = {}
+
+
+def _infinity_loaders() -> dict[str, Any]:
+    if not _INFINITY_LOADERS:
+        import datetime as dt
+
+        import psycopg
+        from psycopg.types import datetime as pgdt
+
+        utc = dt.timezone.utc
+        extremes = {"date": (dt.date.max, dt.date.min), "timestamp": (dt.datetime.max, dt.datetime.min),
+                    "timestamptz": (dt.datetime.max.replace(tzinfo=utc), dt.datetime.min.replace(tzinfo=utc))}
+        bases = {"date": pgdt.DateLoader, "timestamp": pgdt.TimestampLoader, "timestamptz": pgdt.TimestamptzLoader}
+        for pg_type, base in bases.items():
+            high, low = extremes[pg_type]
+
+            def load(self, data, _base=base, _high=high, _low=low):
+                try:
+                    return _base.load(self, data)
+                except psycopg.DataError:
+                    text = bytes(data)
+                    if text == b"infinity":
+                        return _high
+                    if text == b"-infinity":
+                        return _low
+                    raise
+
+            _INFINITY_LOADERS[pg_type] = type(f"Infinity{base.__name__}", (base,), {"load": load})
+    return _INFINITY_LOADERS
 
 
 def psycopg_url(url: str) -> str:
@@ -235,10 +285,67 @@ def build_postgres(url: str, name: str, scripts: tuple[Path, ...], *, connect_ti
             on_created()
     target = make_url(psycopg_url(url)).set(database=name).render_as_string(hide_password=False)
     with admin_connect(target, connect_timeout) as conn:
-        run_setup_scripts(scripts, conn.execute, psycopg.Error, "PostgreSQL")
+        try:
+            run_setup_scripts(scripts, conn.execute, psycopg.Error, "PostgreSQL",
+                              lambda _done, text: _pg_locate(conn, text))
+        except DatabaseError as exc:
+            if any(_copies_from_stdin(script) for script in scripts):
+                raise DatabaseError(f"{exc}; the script loads data with COPY ... FROM stdin, which only psql runs: "
+                                    "dump it with `pg_dump --inserts` (or --column-inserts)") from None
+            raise
         if role is not None and _create_restricted_role(conn, role, name):
             _restricted_roles[_role_key(target)] = role
     return target
+
+
+def _copies_from_stdin(script: Path) -> bool:
+    """Does the script hold a ``COPY ... FROM stdin`` (pg_dump's data blocks)? (a failed build only)"""
+    from sqlglot.dialects.dialect import Dialect
+
+    from .setup_scripts import read_script
+
+    try:
+        text = read_script(script)
+    except DatabaseError:
+        return False
+    dialect = Dialect.get_or_raise("postgres")
+    for line in text.splitlines():  # pg_dump writes each COPY on a line of its own; its data rows need not tokenize
+        if "stdin" in line.lower():
+            try:
+                words = [token.text.upper() for token in dialect.tokenize(line)]
+            except Exception:  # noqa: BLE001 - a data row, not a statement
+                continue
+            if words[:1] == ["COPY"] and "STDIN" in words:
+                return True
+    return False
+
+
+#: Statements that end or need to be outside a transaction: a script with one is not re-run to find its failing line.
+_PG_OUTSIDE_TRANSACTION = frozenset({"BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "VACUUM", "PREPARE"})
+
+
+def _pg_locate(conn, text: str) -> int | None:
+    """The offset of the statement of a failed script that fails, re-run one by one in a transaction that is
+    rolled back (a failed script left nothing: it ran as one implicit transaction); statements split with
+    sqlglot's PostgreSQL tokenizer. None for a script that manages its own transactions."""
+    import psycopg
+    from sqlglot.dialects.dialect import Dialect
+
+    from .insert_merge import _statements
+    from .setup_scripts import failing_statement
+
+    tokenizer = Dialect.get_or_raise("postgres")
+    statements = [(start, text[start:end]) for start, end, _ in _statements(text, "postgres")]
+    if any(tokenizer.tokenize(statement)[0].text.upper() in _PG_OUTSIDE_TRANSACTION for _, statement in statements):
+        return None
+    offset = None
+    try:
+        with conn.transaction():
+            offset = failing_statement(statements, conn.execute)
+            raise psycopg.Rollback()
+    except psycopg.Error:
+        return None
+    return offset
 
 
 def _create_restricted_role(conn, role: str, database: str) -> bool:

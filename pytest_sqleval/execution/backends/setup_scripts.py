@@ -11,16 +11,48 @@ from ...errors import DatabaseError
 from .base import first_line
 
 
-def run_setup_scripts(scripts: tuple[Path, ...], execute: Callable[[str], Any], errors, engine_name: str) -> None:
-    """Run each (trusted) setup script whole; a failure names the script and the engine."""
+def run_setup_scripts(scripts: tuple[Path, ...], execute: Callable[[str], Any], errors, engine_name: str,
+                      locate: Callable[[list[str], str], int | None] | None = None) -> None:
+    """Run each (trusted) setup script whole; a failure names the script and the engine, and, with ``locate``
+    (called only on a failure: ``locate(earlier_texts, text)`` -> the failing statement's offset in ``text``),
+    the line of the statement that failed."""
+    done: list[str] = []
     for script in scripts:
         text = read_script(script)
         try:
             execute(text)
         except errors as exc:
-            raise DatabaseError(f"setup script {script} failed on {engine_name}: {first_line(exc)}") from None
+            where = _statement_at(text, locate, done)
+            raise DatabaseError(f"setup script {script} failed on {engine_name}: {first_line(exc)}{where}") from None
         except RecursionError:
             raise DatabaseError(f"setup script {script} failed on {engine_name}: nested too deeply") from None
+        done.append(text)
+
+
+def _statement_at(text: str, locate, done: list[str]) -> str:
+    """`` (line N: <statement>)`` for the statement ``locate`` finds failing, else ''."""
+    if locate is None:
+        return ""
+    try:
+        offset = locate(done, text)
+    except Exception:  # noqa: BLE001 - locating is a courtesy; the engine's message stands alone
+        return ""
+    if offset is None:
+        return ""
+    lines = text[offset:offset + 100_000].split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")), 0)
+    shown = lines[first].strip()
+    return f" (line {text.count(chr(10), 0, offset) + first + 1}: {shown[:80]}{'...' if len(shown) > 80 else ''})"
+
+
+def failing_statement(statements, execute_one: Callable[[str], Any]) -> int | None:
+    """Run ``(offset, statement)`` pairs one by one; the offset of the first that raises (None: none did)."""
+    for offset, statement in statements:
+        try:
+            execute_one(statement)
+        except Exception:  # noqa: BLE001 - any engine error marks the statement
+            return offset
+    return None
 
 
 def read_script(script: Path) -> str:
@@ -30,7 +62,9 @@ def read_script(script: Path) -> str:
     except OSError as exc:
         raise DatabaseError(f"cannot read setup script {script}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise DatabaseError(f"setup script {script} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise DatabaseError(f"setup script {script} is not UTF-8 text ({exc.reason} at byte {exc.start}, line {line}); "
+                            "save it as UTF-8") from None
 
 
 def build_file_once(path: Path, build: Callable[[Path], None]) -> None:

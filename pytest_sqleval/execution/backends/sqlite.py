@@ -27,7 +27,7 @@ from .base import (
     memory_message,
     timeout_message,
 )
-from .setup_scripts import build_file_once, run_setup_scripts
+from .setup_scripts import build_file_once, failing_statement, run_setup_scripts
 
 #: Longest string or blob a SQLite query may build (bytes).
 SQLITE_MAX_LENGTH = 10_000_000
@@ -268,8 +268,33 @@ def _run_sqlite_build(partial: Path, scripts: tuple[Path, ...], *, one_transacti
         def execute(text: str) -> None:
             conn.executescript(f"BEGIN;\n{text}\n;\nCOMMIT;" if one_transaction else text)
 
-        run_setup_scripts(scripts, execute, sqlite3.Error, "SQLite")
+        run_setup_scripts(scripts, execute, sqlite3.Error, "SQLite", None if one_transaction else _sqlite_locate)
         if conn.in_transaction:
             conn.commit()
     finally:
         conn.close()
+
+
+def _sqlite_locate(done: list[str], text: str) -> int | None:
+    """The offset of the statement of ``text`` that fails, run one by one in memory after the earlier scripts
+    (a failed build only)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for earlier in done:
+            conn.executescript(earlier)
+        return failing_statement(_sqlite_statements(text), lambda statement: conn.execute(statement).fetchall())
+    finally:
+        conn.close()
+
+
+def _sqlite_statements(text: str):
+    """``(offset, statement)`` of each statement, split where SQLite's own ``complete_statement`` says one ends
+    (strings, comments and trigger bodies included)."""
+    start, end = 0, text.find(";")
+    while end != -1:
+        if sqlite3.complete_statement(text[start:end + 1]):
+            yield start, text[start:end + 1]
+            start = end + 1
+        end = text.find(";", end + 1)
+    if text[start:].strip():
+        yield start, text[start:]

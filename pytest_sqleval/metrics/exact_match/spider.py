@@ -46,7 +46,7 @@ from .options import ExactMatchOptions
 from .parsing import SqlParseError
 from .spider_normalise import normalise_spider_sql
 from .spider_sql import OutsideGrammar, SpiderRead, SpiderSQL, empty_spider_sql, read_spider_sql
-from .spider_tail import junk_free_prefix, official_reading
+from .spider_tail import OfficialReading, junk_free_prefix, official_reading
 from .spider_text import apply_value_placeholder
 from .verdict import (
     ExactMatchVerdict,
@@ -74,6 +74,13 @@ def spider_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: Ex
             # comments, junk after the query, a condition starting with NOT: what the official parser reads of it
             reading = official_reading(pred_sql, dialect)
             try:
+                if sum(1 for char in pred_sql if char in "'\"") % 2:  # the official asserts on the whole text,
+                    raise OutsideGrammar("unbalanced_quotes")          # junk and comments included
+                if reading.text is None and reading.objection == "comment":
+                    # junk words then a comment (``LIMIT 1 xyz -- c``): the official parser stops before the words
+                    prefix = junk_free_prefix(pred_sql, dialect)
+                    if prefix is not None and official_reading(prefix, dialect).text == prefix:
+                        reading = OfficialReading(prefix)
                 if reading.text is None:
                     raise SqlParseError(f"the official parser fails on it ({reading.objection})")
                 try:

@@ -28,6 +28,9 @@ Behaviour reproduced from the official parser (each one checked against it):
   only the tables joined so far are searched.
 * A double-quoted token in a value position is a string value; an aggregate
   there (``= max(x)``) is not readable.
+* A number value is read with ``float()`` of its token: ``0x28`` is not
+  readable, nor is a sign written apart from its number (``- 1``, ``+ 1``);
+  ``-1`` and ``+1`` are. A quoted qualifier (``"T2".name``) is not readable.
 * In SELECT an aggregate applies to the whole item (``sum(a + b)`` is fine,
   ``max(a) - min(a)`` is not); elsewhere aggregates sit inside a column unit.
 * One direction for the whole ORDER BY: the last explicit ASC/DESC wins.
@@ -125,10 +128,10 @@ def read_spider_sql(sql: str, schema: Schema, *, dialect: str = "sqlite", strict
     sql = join_spaced_comparisons(sql, dialect)
     unread: tuple[str, ...] = ()
     if strict:
-        objection = tokenizer_objection(sql, dialect)
+        order = read_clause_order(sql, dialect)
+        objection = tokenizer_objection(sql, dialect, end=order.dropped_from)
         if objection:
             raise OutsideGrammar(objection)
-        order = read_clause_order(sql, dialect)
         if order.misplaced_elsewhere:
             raise OutsideGrammar("clause_order")
         unread = order.dropped_at_end
@@ -392,7 +395,8 @@ class _Reader:
             return ALL_COLUMNS
         if node.args.get("db") or node.args.get("catalog"):
             self.outside("qualified_table_name")
-        if node.this.quoted:
+        qualifier = node.args.get("table")
+        if node.this.quoted or (isinstance(qualifier, exp.Identifier) and qualifier.quoted):  # "T2".name too
             self.outside("quoted_identifier")
         name = node.name.lower()
         if node.table:
@@ -580,8 +584,10 @@ class _Reader:
         if isinstance(node, (exp.Subquery, exp.Select, exp.SetOperation)):
             return self.read_query(node), False
         if isinstance(node, exp.Literal):
+            self._check_number_token(node, "+")
             return self._literal_value(node), False
         if isinstance(node, exp.Neg) and _is_number(node):
+            self._check_number_token(node.this, "-")
             value = self._literal_value(node.this)
             return (-value if isinstance(value, float) else value), False
         if isinstance(node, exp.Column) and not node.table and written_in_double_quotes(self.text, node.this):
@@ -595,6 +601,22 @@ class _Reader:
             return self._arithmetic_value(node, tables)
         self.outside("null_value" if isinstance(node, exp.Null) else _construct_name(node))
         return None, False
+
+    def _check_number_token(self, node: exp.Literal, sign: str) -> None:
+        """The official value reader calls float() on the number's token: ``0x28`` fails, and a sign written
+        apart (``- 40``, ``+ 40``; sqlglot drops a unary plus) is a token of its own, read as a column."""
+        start, end = node.meta.get("start"), node.meta.get("end")
+        if node.is_string or start is None or end is None:
+            return
+        try:
+            float(self.text[start : end + 1])
+        except ValueError:
+            self.outside("number_format")
+        at = start - 1
+        while at >= 0 and self.text[at].isspace():
+            at -= 1
+        if 0 <= at < start - 1 and self.text[at] == sign:
+            self.outside("spaced_sign")
 
     def _literal_value(self, node: exp.Literal) -> Any:
         if node.is_string:

@@ -12,6 +12,11 @@ complete, **stops and ignores the rest** (``get_sql`` never checks that every to
   or a ``WHERE``/``HAVING`` condition) the parser fails: the official scores the prediction 0;
 * a condition that starts with ``NOT`` (``NOT a IN (...)``, ``NOT EXISTS``) fails too (``Error col: not``);
   only ``a NOT IN``/``NOT LIKE``/``NOT BETWEEN`` are read.
+* junk at the end after a condition (WHERE, HAVING, ON) whose value is a column (``WHERE a != b -- note``) is
+  swallowed by the official value scanner, which reads on to the next ``,``, ``)``, ``and``, clause or join
+  keyword: ignored, unless that stop word makes the parser go on and fail (``and``, ``,``, ``order``, a set
+  operation; after ON also ``as``, ``join``, ``where``) or read a LIMIT (``limit``); a comment without stop
+  words after such a value, anywhere in the text, is swallowed the same way;
 
 :func:`official_reading` returns the text to read (the prefix the official parser uses) or the reason it fails.
 Decided on sqlglot's tokens and the gaps between them (a gap that is not white space is a comment), never with
@@ -33,13 +38,24 @@ _CLAUSES = {
     TokenType.UNION: "select", TokenType.INTERSECT: "select", TokenType.EXCEPT: "select",
 }
 #: Clauses the official parser leaves cleanly when junk follows them.
-_CLEAN_STOPS = frozenset({"limit", "group", "order", "on"})
+_CLEAN_STOPS = frozenset({"limit", "group", "order"})  # (a JOIN's ON: see _column_value_last)
 _CONDITION_STARTS = frozenset({TokenType.WHERE, TokenType.HAVING, TokenType.AND, TokenType.OR, TokenType.ON})
 #: Tokens after which the prefix is incomplete (junk there fails in any clause).
 _DANGLING = frozenset({TokenType.COMMA, TokenType.DOT, TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE,
                        TokenType.LT, TokenType.LTE, TokenType.AND, TokenType.OR, TokenType.NOT, TokenType.IN,
                        TokenType.LIKE, TokenType.BETWEEN, TokenType.PLUS, TokenType.DASH, TokenType.STAR,
                        TokenType.SLASH, TokenType.L_PAREN})
+
+
+_COMPARISONS = frozenset({TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE, TokenType.LT, TokenType.LTE,
+                          TokenType.LIKE})
+_NLTK_STOPS = frozenset(",()")
+#: Where the official value scanner stops (``process_sql.parse_value``), and those after which it stops cleanly.
+_SCANNER_STOPS = frozenset({",", ")", "and", "select", "from", "where", "group", "order", "limit", "intersect",
+                            "union", "except", "join", "on", "as"})
+_STOPS_CLEANLY = {"where": frozenset({")", "select", "from", "where", "join", "on", "as"}),
+                  "having": frozenset({")", "select", "from", "where", "join", "on", "as"}),
+                  "on": frozenset({")", "select", "from"})}  # after ON the FROM loop reads a table next
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,11 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
         return OfficialReading(None, "empty")
     if _gap(sql, 0, tokens[0].start):
         return OfficialReading(None, "comment")  # the first official token is the comment's
+    swallowed = _without_swallowed_comments(sql, tokens)
+    if swallowed is not None:
+        tokens, sql = _tokens_and_text(swallowed, dialect)
+        if not tokens:
+            return OfficialReading(sql)
     depth, state, last = 0, None, None
     for i, token in enumerate(tokens):
         kind = token.token_type
@@ -77,7 +98,7 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
             state = _CLAUSES[kind]
         last = token
     if _gap(sql, tokens[-1].end + 1, len(sql)):
-        return _junk_at(sql, tokens, len(tokens), depth, state, last, "comment")
+        return _junk_at(sql, tokens, len(tokens), depth, state, last, "comment", at_end=True)
     return OfficialReading(sql)
 
 
@@ -97,7 +118,7 @@ def junk_free_prefix(sql: str, dialect: str, *, max_cut: int = 8) -> str | None:
                 depth -= 1
             elif depth == 0 and token.token_type in _CLAUSES:
                 state = _CLAUSES[token.token_type]
-        reading = _junk_at(text, tokens, cut, depth, state, tokens[cut - 1], "junk")
+        reading = _junk_at(text, tokens, cut, depth, state, tokens[cut - 1], "junk", at_end=True)
         if reading.text is None:
             continue
         try:
@@ -111,8 +132,14 @@ def junk_free_prefix(sql: str, dialect: str, *, max_cut: int = 8) -> str | None:
 
 
 def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str | None, last: Token | None,
-             what: str) -> OfficialReading:
-    """Junk starts before ``tokens[index]`` (or at the end): the prefix if the parser stops cleanly there."""
+             what: str, *, at_end: bool = False) -> OfficialReading:
+    """Junk starts before ``tokens[index]`` (or at the end): the prefix if the parser stops cleanly there.
+    ``at_end``: everything from there on is junk."""
+    if at_end and depth == 0 and state in ("where", "having", "on") and _column_value_last(tokens, index):
+        junk_start = tokens[index - 1].end + 1
+        read_on = _swallowed(sql[junk_start:], state)
+        if read_on is not None:
+            return OfficialReading(sql[:junk_start] + read_on)
     if depth != 0 or state not in _CLEAN_STOPS or last is None or last.token_type in _DANGLING:
         return OfficialReading(None, what)
     if state == "limit" and last.token_type != TokenType.NUMBER:
@@ -125,6 +152,42 @@ def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str |
                                                                      TokenType.PLUS, TokenType.DASH)):
             return OfficialReading(None, what)  # read as arithmetic on the ORDER BY item
     return OfficialReading(sql[:junk_start])
+
+
+def _column_value_last(tokens: list[Token], index: int) -> bool:
+    """Whether the tokens before ``index`` end with a condition whose value is a column (``a != b``, ``= T1.b``;
+    not ``= "x"``, a string to the official tokenizer)."""
+    end = index - 3 if index >= 3 and tokens[index - 2].token_type == TokenType.DOT else index - 1
+    return (end >= 1 and tokens[index - 1].token_type == TokenType.VAR and tokens[end].token_type == TokenType.VAR
+            and tokens[end - 1].token_type in _COMPARISONS)
+
+
+def _without_swallowed_comments(sql: str, tokens: list[Token]) -> str | None:
+    """The text without the comments that follow a column value and hold no stop word (the official value
+    scanner swallows them with the tokens after them, up to the next stop word); None when there is none."""
+    pieces, kept = [], 0
+    for i in range(1, len(tokens)):
+        start, end = tokens[i - 1].end + 1, tokens[i].start
+        if _gap(sql, start, end) and _column_value_last(tokens, i) and _swallowed(sql[start:end], None) == "":
+            pieces += [sql[kept:start], " "]
+            kept = end
+    return "".join([*pieces, sql[kept:]]) if pieces else None
+
+
+def _swallowed(junk: str, state: str | None) -> str | None:
+    """The official value scanner reads a column value up to ``,``, ``)``, ``and`` or a clause or join keyword,
+    and ignores the rest of the tokens it passed: the junk is harmless (``""``) unless it holds a stop word from
+    which the parser goes on and fails (``and``, ``,``, ``group``/``order``, a set operation: None), or ``limit``,
+    which it reads as a LIMIT clause (``" LIMIT 1"``; every LIMIT reads as 1). ``state``: the clause of the
+    condition (None: any stop word is None)."""
+    words = "".join(f" {char} " if char in _NLTK_STOPS else char for char in junk.lower()).split()
+    for word in words:
+        word = word.rstrip(".:;!?")
+        if word in _SCANNER_STOPS:
+            if state is None:
+                return None
+            return " LIMIT 1" if word == "limit" else "" if word in _STOPS_CLEANLY[state] else None
+    return ""
 
 
 def _tokens_and_text(sql: str, dialect: str) -> tuple[list[Token] | None, str]:

@@ -51,7 +51,7 @@ _CLAUSE_RANKS = {TokenType.WHERE: ("where", 1), TokenType.GROUP_BY: ("group", 2)
                  TokenType.ORDER_BY: ("order", 4), TokenType.LIMIT: ("limit", 5)}
 _SET_OPERATOR_TOKENS = frozenset({TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT})
 
-Segment = list[tuple[str, int]]
+Segment = list[tuple[str, int, int]]  # (clause, rank, start offset)
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class ClauseOrder:
 
     dropped_at_end: tuple[str, ...] = ()
     misplaced_elsewhere: bool = False
+    dropped_from: int | None = None  # where the dropped clauses start in the text
 
 
 def apply_value_placeholder(sql: str) -> str:
@@ -86,19 +87,32 @@ def join_spaced_comparisons(sql: str, dialect: str) -> str:
     return "".join(pieces)
 
 
-def tokenizer_objection(sql: str, dialect: str) -> str | None:
-    """The construct name when the official tokenizer/parser would reject ``sql`` for a text reason."""
+def tokenizer_objection(sql: str, dialect: str, end: int | None = None) -> str | None:
+    """The construct name when the official tokenizer/parser would reject ``sql`` for a text reason (tokens from
+    offset ``end`` on, clauses the parser never reaches, are not looked at; the quote count covers all)."""
     if sum(1 for char in sql if char in "'\"") % 2:
         return "unbalanced_quotes"
     tokens = _tokens(sql, dialect)
     for index, token in enumerate(tokens):
+        if end is not None and token.start >= end:
+            break
         if token.text in _SPLIT_OPERATORS:
             return token.text
         if token.token_type is TokenType.STRING and _quote_inside(sql, token):
             return "quote_inside_string"
         if _glued(sql, tokens, index):
             return "operator_without_spaces"
+        if token.token_type is TokenType.PLUS and _is_sign(tokens, index) and not _plus_read(tokens, index):
+            return "unary_plus"  # sqlglot drops it; the official parser reads "+" as a column and fails
     return None
+
+
+def _plus_read(tokens: list[Token], index: int) -> bool:
+    """A unary plus the official parser gets past: glued to a number (``+40``, float() reads it) or a LIMIT's."""
+    following = tokens[index + 1] if index + 1 < len(tokens) else None
+    glued_number = (following is not None and following.token_type is TokenType.NUMBER
+                    and following.start == tokens[index].end + 1)
+    return glued_number or (index > 0 and tokens[index - 1].token_type is TokenType.LIMIT)
 
 
 def read_clause_order(sql: str, dialect: str) -> ClauseOrder:
@@ -120,9 +134,11 @@ def read_clause_order(sql: str, dialect: str) -> ClauseOrder:
         else:
             _record_clause(next(c for c in reversed(stack) if c is not None), token)
     inner_segments = [segment for context in closed for segment in context] + top[:-1]
+    dropped = _unread_clauses(top[-1])
     return ClauseOrder(
-        dropped_at_end=tuple(_unread_clauses(top[-1])),
+        dropped_at_end=tuple(name for name, _, _ in dropped),
         misplaced_elsewhere=any(_unread_clauses(segment) for segment in inner_segments),
+        dropped_from=dropped[0][2] if dropped else None,
     )
 
 
@@ -130,15 +146,15 @@ def _record_clause(context: list[Segment], token: Token) -> None:
     if token.token_type in _SET_OPERATOR_TOKENS:
         context.append([])
     elif token.token_type in _CLAUSE_RANKS:
-        context[-1].append(_CLAUSE_RANKS[token.token_type])
+        context[-1].append((*_CLAUSE_RANKS[token.token_type], token.start))
 
 
-def _unread_clauses(segment: Segment) -> list[str]:
+def _unread_clauses(segment: Segment) -> Segment:
     """The clauses from the first one out of order on: the official parser never reads them."""
     rank = 0
-    for position, (_, clause_rank) in enumerate(segment):
+    for position, (_, clause_rank, _) in enumerate(segment):
         if clause_rank <= rank:
-            return [name for name, _ in segment[position:]]
+            return segment[position:]
         rank = clause_rank
     return []
 
@@ -177,6 +193,9 @@ def _glued(sql: str, tokens: list[Token], index: int) -> bool:
         return False
     if token.token_type is TokenType.DASH and _is_sign(tokens, index):
         return False
+    if (token.token_type is TokenType.PLUS and _is_sign(tokens, index) and index + 1 < len(tokens)
+            and tokens[index + 1].token_type is TokenType.NUMBER and tokens[index + 1].start == token.end + 1):
+        return False  # "+40" is one token, which float() reads
     right_glued = not _separates(sql, token.end + 1)
     left_glued = not _separates(sql, token.start - 1)
     return right_glued or (sides == "both" and left_glued)
