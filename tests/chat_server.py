@@ -185,3 +185,29 @@ def _last_user(messages: list[dict[str, Any]]) -> str:
         if message.get("role") == "user":
             return str(message.get("content", ""))
     return ""
+
+
+def chat_fixture(default_script: dict[str, Any] | None = None):
+    """The ``chat`` fixture of the model tests: ``chat(script=default_script, **kwargs)`` starts a loopback server
+    (stopped at the test's end) and points ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` at it, with proxies off."""
+    import pytest
+
+    @pytest.fixture
+    def chat(monkeypatch):
+        servers = []
+
+        def start(script: dict[str, Any] | None = None, **kwargs) -> ChatServer:
+            server = ChatServer(script if script is not None else default_script, **kwargs).__enter__()
+            servers.append(server)
+            monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+            monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+            for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+                monkeypatch.delenv(name, raising=False)
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+            return server
+
+        yield start
+        for server in servers:
+            server.__exit__(None, None, None)
+
+    return chat

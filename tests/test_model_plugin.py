@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from chat_server import ChatServer, Malformed, Slow, Status
+from chat_server import Malformed, Slow, Status, chat_fixture
 from conftest import make_sqlite, require_module
 
 require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
@@ -46,24 +46,7 @@ cases:
 """ + "".join(f'  - {{id: c{n}, question: "PLAIN {n}", gold: "SELECT count(*) FROM shops"}}\n' for n in range(8))
 
 
-@pytest.fixture
-def chat(monkeypatch):
-    """Start a loopback chat server with a script; OPENAI_BASE_URL points at it, proxies are off."""
-    servers = []
-
-    def start(script=None, **kwargs) -> ChatServer:
-        server = ChatServer(script if script is not None else SCRIPT, **kwargs).__enter__()
-        servers.append(server)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        return server
-
-    yield start
-    for server in servers:
-        server.__exit__(None, None, None)
+chat = chat_fixture(SCRIPT)
 
 
 @pytest.fixture

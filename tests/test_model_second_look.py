@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from chat_server import ChatServer, Malformed, Status
+from chat_server import Malformed, Status, chat_fixture
 from conftest import make_sqlite, require_module
 
 openai = require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
@@ -23,23 +23,7 @@ openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused").chat.completio
 NAMES = "SELECT name FROM shops"
 
 
-@pytest.fixture
-def chat(monkeypatch):
-    servers = []
-
-    def start(script, **kwargs) -> ChatServer:
-        server = ChatServer(script, **kwargs).__enter__()
-        servers.append(server)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        return server
-
-    yield start
-    for server in servers:
-        server.__exit__(None, None, None)
+chat = chat_fixture()
 
 
 @pytest.fixture
