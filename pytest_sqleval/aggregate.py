@@ -216,8 +216,11 @@ def interaction_vectors(records: Sequence[Mapping[str, Any]]) -> dict[str, list[
     for record in records:
         if record.get("interaction") is not None:
             grouped[record["interaction"]].append(record)
-    complete = [rs for rs in grouped.values() if all(r.get("outcome") != "error" for r in rs)]
-    turns = [r for rs in complete for r in rs]
+    scorable = [rs for rs in grouped.values() if all(r.get("outcome") != "error" for r in rs)]
+    turns = [r for rs in scorable for r in rs]
+    # an interaction only some of whose turns ran (``-k``, ``--lf``) counts its turns, not as a whole interaction
+    complete = [rs for rs in scorable
+                if len({r.get("turn") for r in rs}) >= max(r.get("interaction_turns") or 0 for r in rs)]
     vectors = {
         "question_match": [float(bool(r["passed_rule"])) for r in turns if r.get("passed_rule") is not None],
         "interaction_match": [float(all(r.get("passed_rule") for r in rs)) for rs in complete],

@@ -136,6 +136,8 @@ class CaseItem(pytest.Function):
 
     def __init__(self, *, case: Case, suite: Suite, prediction: str | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if case.interaction is not None:  # `c1[3]` as pytest parses it back (--lf, cache): names ('c1',), params '3'
+            self._id = self.parent.id.child(case.interaction).with_params(str(case.turn))
         self.case = case
         self.suite = suite
         self.prediction = prediction

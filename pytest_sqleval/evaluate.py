@@ -123,7 +123,9 @@ class Evaluator:
         """One gold query's result on one engine (executed once per session); raises GoldError."""
         timeout = timeout or self.timeout
         max_rows = max_rows or self.max_rows
-        key = (Identity(engine), gold, dialect, options, timeout, max_rows, max_memory)
+        # The database's name is part of the key: a result (or error) names the database it ran on, and two
+        # suites may reach one engine under two names (a session-wide ``sqleval_engine`` override).
+        key = (Identity(engine), gold, dialect, options, timeout, max_rows, max_memory, display)
         cached = self._gold_cache.pop(key, None)
         if cached is None:
             cached = self._run_gold(gold, options, engine, dialect, display, timeout, max_rows, max_memory=max_memory,
@@ -239,7 +241,8 @@ class Evaluator:
             return False
         timeout, max_rows, engine = timeout or self.timeout, max_rows or self.max_rows, engines[0]
         dialect, options = suite_dialect(suite, engine), suite.execution
-        key = (Identity(engine), case.gold, dialect, options, timeout, max_rows, max_memory)
+        key = (Identity(engine), case.gold, dialect, options, timeout, max_rows, max_memory,
+               self._display(case.databases[0]))
         if key in self._gold_cache:
             return False
         try:
@@ -585,6 +588,7 @@ def base_record(case: Case, suite: Suite, prediction: str | None, prepared: Prep
         "index": case.index,
         "interaction": case.interaction,
         "turn": case.turn,
+        **({"interaction_turns": case.turns} if case.turns is not None else {}),
         "database": database,
         "difficulty": prepared.difficulty,
         "difficulty_source": prepared.difficulty_source,

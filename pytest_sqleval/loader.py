@@ -219,6 +219,7 @@ def _turns(ctx: LoadContext, entry: LineMapping, case_id: str, first_index: int,
                 evidence=_text_value(ctx, turn if "evidence" in turn else entry, "evidence", where),
                 interaction=case_id,
                 turn=number,
+                turns=len(turns),
                 **turn_common,
             )
         )

@@ -27,6 +27,7 @@ class CaseRecord(TypedDict, total=False):
     id: str
     interaction: Optional[str]
     turn: Optional[int]
+    interaction_turns: int  # how many turns the interaction has (a partial run is not a whole interaction)
     database: Optional[str]
     difficulty: Optional[str]
     tags: list[str]

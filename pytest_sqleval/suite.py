@@ -127,6 +127,8 @@ class Case:
     tags: tuple[str, ...] = ()
     interaction: str | None = None
     turn: int | None = None
+    #: How many turns the interaction has (for a turn), so a partial run (``-k``, ``--lf``) is told apart.
+    turns: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: Every accepted gold SQL (``gold: [sql1, sql2]``); ``gold`` is the first. Empty for expected rows.
     golds: tuple[str, ...] = ()

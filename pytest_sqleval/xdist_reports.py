@@ -32,7 +32,11 @@ class PackedReports:
         data = yield
         if not isinstance(data, dict) or data.get("$report_type") != "TestReport":
             return data
-        return {"$report_type": "TestReport", PACKED_KEY: pickle.dumps(data, protocol=PICKLE_PROTOCOL)}
+        try:
+            packed = pickle.dumps(data, protocol=PICKLE_PROTOCOL)
+        except Exception:  # noqa: BLE001 - a value a user's hook left in the record that cannot travel
+            packed = pickle.dumps(_sendable(data), protocol=PICKLE_PROTOCOL)
+        return {"$report_type": "TestReport", PACKED_KEY: packed}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_from_serializable(self, config: pytest.Config, data: dict[str, Any]) -> Any:
@@ -42,3 +46,20 @@ class PackedReports:
         unpacked = pickle.loads(packed)  # noqa: S301 - from this run's own workers, which run our code
         unpacked.update((key, value) for key, value in data.items() if key != PACKED_KEY)
         return config.hook.pytest_report_from_serializable(config=config, data=unpacked)
+
+
+def _sendable(data: dict[str, Any]) -> dict[str, Any]:
+    """The report without the case record's values pickle cannot send (a generator, an open connection: what a
+    user's ``pytest_sqleval_score_case`` may leave there; the JSON report never carries such a value, and the
+    worker's own hooks saw it). Anything else that cannot travel fails as before, naming itself."""
+    record = data.get("sqleval_record")
+    if not isinstance(record, dict):
+        return data
+    kept = {}
+    for key, value in record.items():
+        try:
+            pickle.dumps(value, protocol=PICKLE_PROTOCOL)
+        except Exception:  # noqa: BLE001 - left out, as the serial report leaves it out
+            continue
+        kept[key] = value
+    return {**data, "sqleval_record": kept}

@@ -52,6 +52,9 @@ KILL_GRACE = 0.5
 #: Seconds a new query process may take to start (imports on a loaded machine).
 START_TIMEOUT = 60.0
 
+#: Seconds a ready zygote may take to fork (milliseconds normally; a frozen zygote is replaced after this).
+FORK_TIMEOUT = 10.0
+
 #: Default memory cap of a query (bytes).
 DEFAULT_MAX_MEMORY = 2 * 2**30
 
@@ -98,7 +101,8 @@ class _Zygote:
                 socket.send_fds(self.control, [pickle.dumps((max_memory, backend))], [theirs.fileno()])
             finally:
                 theirs.close()
-            (pid,) = HEADER.unpack(_read_exactly(self.control.fileno(), HEADER.size, time.monotonic() + START_TIMEOUT))
+            wait = START_TIMEOUT if backend in BACKEND_DRIVERS and backend not in self.backends else FORK_TIMEOUT
+            (pid,) = HEADER.unpack(_read_exactly(self.control.fileno(), HEADER.size, time.monotonic() + wait))
         except (OSError, EOFError, TimeoutError) as exc:
             self.close()
             raise DatabaseError(f"the query process did not start ({type(exc).__name__}: {exc})") from None
@@ -295,7 +299,9 @@ class QuerySandbox:
         except (EOFError, OSError, ValueError):  # (ValueError: its channel was closed already)
             self._replace(process)
             return ("error", "runtime", "the query process ended while running the query (it crashed or was "
-                                        "killed by the system); the query is scored as failed")
+                                        "killed by the system, for example for memory: raise the cap with "
+                                        "--sqleval-max-memory or the suite's `max_memory:`); the query is scored "
+                                        "as failed")
 
     def _replace(self, process: _QueryProcess) -> None:
         """Kill ``process`` and fork its successor at once (forking takes milliseconds)."""
@@ -350,9 +356,9 @@ def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
     chunks = []
     remaining = size
     while remaining:
-        wait = deadline - time.monotonic()
-        if wait <= 0:
-            raise TimeoutError
+        # Past the deadline, an answer already waiting is still read (one sent ahead, collected late because
+        # pytest was slow to ask): only a query process that has not answered is timed out.
+        wait = max(deadline - time.monotonic(), 0.0)
         ready, _, _ = select.select([fd], [], [], wait)
         if not ready:
             raise TimeoutError

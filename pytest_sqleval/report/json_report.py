@@ -64,6 +64,7 @@ def case_entry(record: dict[str, Any], keys: tuple[str, ...] | None = None) -> d
     if entry.get("interaction") is None:
         entry.pop("interaction", None)
         entry.pop("turn", None)
+        entry.pop("interaction_turns", None)
     return entry
 
 

@@ -147,7 +147,8 @@ def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None):
     except DatabaseError:
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors vary; report them plainly
-        raise DatabaseError(f"cannot open DuckDB database {hide_password(url)}: {first_line(exc)}") from None
+        hint = f" ({memory_message()})" if "out of memory" in first_line(exc).lower() else ""
+        raise DatabaseError(f"cannot open DuckDB database {hide_password(url)}: {first_line(exc)}{hint}") from None
     return register_target(engine, ("duckdb", url))
 
 

@@ -267,7 +267,7 @@ def build_postgres(url: str, name: str, scripts: tuple[Path, ...], *, connect_ti
     With ``role``, also create that NOLOGIN role with only USAGE on the built
     schemas and SELECT on the built tables (see :func:`restricted_role_for`);
     a server that refuses (no CREATEROLE right) just gets no restricted role.
-    ``on_created`` runs as soon as the database exists (to register its cleanup
+    ``on_created`` runs just before the database is created (to register its cleanup
     before the setup scripts run).
     """
     import psycopg
@@ -275,14 +275,14 @@ def build_postgres(url: str, name: str, scripts: tuple[Path, ...], *, connect_ti
     from sqlalchemy.engine import make_url
 
     with admin_connect(url, connect_timeout) as admin:
+        if on_created is not None:  # before CREATE: a signal right after it must still find the drop (IF EXISTS)
+            on_created()
         try:
             admin.execute(pgsql.SQL("DROP DATABASE IF EXISTS {}").format(pgsql.Identifier(name)))
             admin.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
         except psycopg.Error as exc:
             raise DatabaseError(f"cannot create database {name} on {hide_password(url)}: {first_line(exc)}; "
                                 "the user needs the CREATEDB right to build setup-script databases") from None
-        if on_created is not None:
-            on_created()
     target = make_url(psycopg_url(url)).set(database=name).render_as_string(hide_password=False)
     with admin_connect(target, connect_timeout) as conn:
         try:
@@ -411,7 +411,8 @@ def drop_postgres_database(url: str, name: str, *, role: str | None = None,
     with admin_connect(url, connect_timeout) as admin:
         try:
             admin.execute(pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name)))
-            if role is not None:
+            # (only a role that exists: DROP ROLE IF EXISTS needs CREATEROLE even when there is none to drop)
+            if role is not None and admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                 admin.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
         except psycopg.Error as exc:
             raise DatabaseError(f"cannot drop database {name} on {hide_password(url)}: {first_line(exc)}") from None
