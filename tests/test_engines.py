@@ -147,3 +147,26 @@ def test_read_only_sqlite_file_stays_unchanged(pytester):
     result, report = outcomes(pytester)
     assert [c["error"]["kind"] for c in report["cases"]] == ["rejected", "rejected"]
     assert path.read_bytes() == before
+
+
+def test_scripts_split_differently_are_built_apart(tmp_path):
+    """["A", "BC"] and ["AB", "C"] hold the same bytes; the first has a script that fails on its own, so the two
+    must not share one built database (it was named by the concatenated bytes)."""
+    from pytest_sqleval.errors import DatabaseError
+    from pytest_sqleval.execution.engines import EngineFactory, _setup_digest
+    from pytest_sqleval.suite import DatabaseSpec
+
+    parts = {"a.sql": "CREATE TABLE t (x INTEGER);\nINSERT INTO t VALUES (1", "bc.sql": ");\n",
+             "ab.sql": "CREATE TABLE t (x INTEGER);\nINSERT INTO t VALUES (1);\n", "c.sql": ""}
+    for name, text in parts.items():
+        (tmp_path / name).write_text(text)
+    whole = DatabaseSpec("sqlite://", (tmp_path / "ab.sql", tmp_path / "c.sql"))
+    split = DatabaseSpec("sqlite://", (tmp_path / "a.sql", tmp_path / "bc.sql"))
+    assert _setup_digest(whole) != _setup_digest(split)
+    factory = EngineFactory(build_dir=tmp_path / "build", worker="digest")
+    try:
+        factory.engine(whole)
+        with pytest.raises(DatabaseError, match="a.sql"):
+            factory.engine(split)
+    finally:
+        factory.close()

@@ -154,7 +154,11 @@ def _warn(message: str) -> None:
 
 
 def _setup_digest(spec: DatabaseSpec) -> str:
+    """The built database's name: the dialect and each script's bytes, each with its length, so scripts split
+    differently (["A", "BC"] and ["AB", "C"]) never share a build: one of them may fail on its own."""
     h = hashlib.sha256(spec.dialect.encode())
     for script in spec.setup:
-        h.update(script.read_bytes())
+        data = script.read_bytes()
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
     return h.hexdigest()[:16]
