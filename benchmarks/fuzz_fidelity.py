@@ -17,7 +17,7 @@ It prints the agreement per mutation kind and metric and lists every disagreemen
     python benchmarks/fuzz_fidelity.py --official-python /tmp/fz/venv/bin/python --official-dir /tmp/fz \\
         [--per-kind 110] [--seed 12] [--json out.json] [--extra]
 
-``--extra`` adds four opt-in kinds after the default ones (number forms, unary plus, quoted qualifiers, junk after
+``--extra`` adds five opt-in kinds after the default ones (number forms, unary plus, quoted qualifiers, a final period, junk after
 a column-valued condition); the default corpus of a seed is the same with or without it.
 
 The harness reproduces the official scripts' input handling, as ``spider_fidelity.py`` does: a Spider
@@ -394,6 +394,14 @@ def x_column_value_junk(q, rng):
         return None
     return q + rng.choice([" -- note", " /* checked */", " END", " ```", " -- count(*) of rows", " -- count and sum",
                            " -- order matters", " -- limit of rows", " -- it's done", " xyz -- c"])
+
+
+def x_final_period(q, rng):
+    """A period at the very end (``... > 5.``, ``... LIMIT 3.)``, ``... = 'x'.``): NLTK splits it off as a sentence's."""
+    q = q.rstrip().rstrip(";").rstrip()
+    if not q:
+        return None
+    return q + rng.choice([".", ". ", ".)", ". )", ".]", ".;", "..", " .", ".0."])
 
 
 EXTRA_MUTATIONS = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("x_")}

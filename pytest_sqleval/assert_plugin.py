@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
-from .running_test import set_engine_lookup
+from .running_test import set_engine_lookup, set_settings_lookup
 
 MARKER = "sqleval_database"
 _CURRENT: dict[str, Any] = {"item": None}
+_SETTINGS = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,6 +58,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem):
     _CURRENT["item"] = item
     set_engine_lookup(current_engine)  # what the assertion helpers use without engine=
+    set_settings_lookup(current_settings)  # and their limits without timeout=/max_rows=
     try:
         return (yield)
     finally:
@@ -79,9 +81,45 @@ def current_engine():
     return request.getfixturevalue("sqleval_engine")
 
 
+def current_settings() -> dict[str, Any]:
+    """The running test's session settings for the helpers (empty when no test runs)."""
+    item = _CURRENT["item"]
+    return {} if item is None else session_settings(item.config)
+
+
+def session_settings(config: pytest.Config) -> dict[str, Any]:
+    """What the helpers and ``sqleval_query`` run with, as suites do: ``--sqleval-timeout``/``sqleval_timeout``,
+    the row cap, ``max_memory`` and ``sqleval_allow_functions``; and the session's execution profiles and engine
+    backends (their hooks), which a plain run (no ``--sqleval``, no ``sqleval_*`` ini value) builds only now, on
+    first use, so that a run that never calls a helper imports nothing more."""
+    found = config.stash.get(_SETTINGS, None)
+    if found is not None:
+        return found
+    from .options import may_be_enabled
+    from .state import STATE_KEY
+
+    if not may_be_enabled(config):  # plugin.pytest_configure did not build the session's tables
+        from .plugin import _register_backends, _register_profiles
+
+        _register_profiles(config)
+        _register_backends(config)
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None:
+        settings = state.settings
+    else:
+        from .settings import resolve_settings
+
+        settings = resolve_settings(config)
+    found = {"timeout": settings.timeout, "max_rows": settings.max_rows, "max_memory": settings.max_memory,
+             "allow_functions": frozenset(name.lower() for name in settings.allow_functions)}
+    config.stash[_SETTINGS] = found
+    return found
+
+
 # --------------------------------------------------------------------------- sqleval_engine in plain tests
 def plain_test_engine(request: pytest.FixtureRequest, factory):
     """``sqleval_engine`` outside suites: the database of the marker, else of the ini option."""
+    session_settings(request.config)  # the session's engine backends, before an engine is opened
     target = _database_target(request.node)
     if target is None:
         pytest.fail(
@@ -98,7 +136,9 @@ def plain_test_engine(request: pytest.FixtureRequest, factory):
         return factory.engine(spec)
     except DatabaseError as exc:
         problem = str(exc)
-    pytest.fail(f"{origin}: cannot open the database {database!r}: {problem}", pytrace=False)  # (not chained)
+    from .secrets import mask_url
+
+    pytest.fail(f"{origin}: cannot open the database {mask_url(database)!r}: {problem}", pytrace=False)  # (not chained)
 
 
 def _database_target(node) -> tuple[str, list[str], str] | None:
@@ -116,7 +156,7 @@ def _database_target(node) -> tuple[str, list[str], str] | None:
             pytest.fail(f"{where}: unknown argument {unknown[0]!r}; the marker takes the database and setup=[...]",
                         pytrace=False)
         setup = _scripts(marker.kwargs.get("setup"), where)
-        return _absolute(os.fspath(marker.args[0]), base), [str(_absolute(s, base)) for s in setup], where
+        return _absolute(os.fspath(marker.args[0]), base, where), [str(_absolute(s, base)) for s in setup], where
     config = node.config
     value = config.getini("sqleval_database")
     if not value:
@@ -124,7 +164,7 @@ def _database_target(node) -> tuple[str, list[str], str] | None:
     base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
     where = f"ini option sqleval_database ({config.inipath or 'rootdir'})"
     setup = [str(_absolute(s, base)) for s in config.getini("sqleval_database_setup") or []]
-    return _absolute(str(value).strip(), base), setup, where
+    return _absolute(str(value).strip(), base, where), setup, where
 
 
 def _scripts(value: Any, where: str) -> list[str]:
@@ -138,9 +178,16 @@ def _scripts(value: Any, where: str) -> list[str]:
     return [os.fspath(v) for v in value]
 
 
-def _absolute(text: str, base: Path) -> str:
+def _absolute(text: str, base: Path, where: str = "") -> str:
     if "://" in text:
-        return os.path.expandvars(text)
+        from .secrets import expand_env
+
+        def missing(name: str) -> Exception:
+            return pytest.fail.Exception(f"{where}: the database URL uses ${{{name}}}, which is not set; set it or "
+                                         f"write ${{{name}:-default}}", pytrace=False)
+
+        # ${VAR} as in a suite's `database:` (a password URL-encoded, and masked), then any bare $VAR
+        return os.path.expandvars(expand_env(text, lambda name: os.environ.get(name), missing))
     path = Path(os.path.expanduser(text))
     return str(path if path.is_absolute() else (base / path).resolve())
 
@@ -183,9 +230,13 @@ class QueryRunner:
                  dialect: str | None = None):
         from .assertions import run_limits
         from .execution.runner import run_query
+        from .running_test import running_settings
 
         timeout, max_rows = run_limits(timeout, max_rows)
-        return run_query(self.engine, sql, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect)
+        settings = running_settings()
+        return run_query(self.engine, sql, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect,
+                         allow_functions=settings.get("allow_functions", frozenset()),
+                         max_memory=settings.get("max_memory"))
 
 
 @pytest.fixture
@@ -193,7 +244,9 @@ def sqleval_query(sqleval_engine):
     """Run one untrusted query safely against ``sqleval_engine``: ``sqleval_query("SELECT ...")`` -> QueryResult."""
     if sqleval_engine is None:
         pytest.fail("sqleval_query: this case has no database to run queries on", pytrace=False)
-    return QueryRunner(sqleval_engine)
+    from .assertions import connection_engine
+
+    return QueryRunner(connection_engine(sqleval_engine))  # an overridden sqleval_engine may give a Connection
 
 
 # --------------------------------------------------------------------------- explanations

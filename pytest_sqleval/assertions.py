@@ -25,6 +25,7 @@ from typing import Any
 
 from .defaults import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from .results import QueryResult, with_temporal_text
+from .running_test import running_settings
 
 __all__ = [
     "ExactMatchCheck", "ExecutionMatchCheck", "PolicyCheck", "SoftF1Check", "SqlevalAssertionError",
@@ -98,6 +99,7 @@ class ExecutionMatchCheck(Verdict):
     best: int  # index of the best gold
     scores: list[GoldScore]
     error: dict[str, str] | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)  # the options given beside the profile
 
     @property
     def match(self) -> bool:
@@ -109,7 +111,8 @@ class ExecutionMatchCheck(Verdict):
         return f"execution_match failed: {_reason(self.scores[self.best].record)} (soft_f1 {self.soft_f1:.4f})"
 
     def explain(self) -> str:
-        head = f"execution_match {'passed' if self.passed else 'failed'} (profile {self.profile})"
+        given = "".join(f", {name}={value}" for name, value in self.overrides.items())
+        head = f"execution_match {'passed' if self.passed else 'failed'} (profile {self.profile}{given})"
         return _render(head, self.scores, self.best, self.predicted)
 
 
@@ -126,12 +129,20 @@ class SoftF1Check(Verdict):
 
     def summary(self) -> str:
         op = ">=" if self.passed else "<"
-        return f"soft_f1 {self.score:.4f} {op} {self.at_least:g}"
+        return f"soft_f1 {_score_text(self.score, self.at_least)} {op} {self.at_least:g}"
 
     def explain(self) -> str:
-        head = f"soft_f1 {self.score:.4f} {'>=' if self.passed else '<'} {self.at_least:g}" + (
-            "" if self.passed else f" (required at least {self.at_least:g})")
+        head = self.summary() + ("" if self.passed else f" (required at least {self.at_least:g})")
         return _render(head, self.scores, self.best, self.predicted)
+
+
+def _score_text(score: float, at_least: float) -> str:
+    """The score to 4 places, or to as many more as it takes not to read as its threshold (0.66667 < 0.6667)."""
+    for places in range(4, 16):
+        text = f"{score:.{places}f}"
+        if score == at_least or (text != f"{at_least:.{places}f}" and text != f"{at_least:g}"):
+            return text
+    return repr(score)
 
 
 @dataclass(eq=False, repr=False)
@@ -162,7 +173,7 @@ class ExactMatchCheck(Verdict):
         if self.passed:
             return f"exact_match passed{scope}"
         why = f"clauses differ: {', '.join(self.differing())}" if self.clauses else (self.reason or "no clauses")
-        return f"exact_match failed{scope}: {why}"
+        return _printable(f"exact_match failed{scope}: {why}")
 
     def explain(self) -> str:
         lines = [self.summary() + f" (profile {self.profile})"]
@@ -178,7 +189,7 @@ class ExactMatchCheck(Verdict):
                 mark = "match" if ok else "DIFFERS"
                 ignored = "" if name in self.checked else " (not checked)"
                 lines.append(f"    {name:<16} {mark}{ignored}")
-        return "\n".join(lines)
+        return "\n".join(map(_printable, lines))  # the prediction is untrusted text
 
 
 @dataclass(eq=False, repr=False)
@@ -193,14 +204,14 @@ class PolicyCheck(Verdict):
     def summary(self) -> str:
         if self.passed:
             return "policy passed"
-        return f"policy failed: {len(self.violations)} violation(s): {self.violations[0]}"
+        return _printable(f"policy failed: {len(self.violations)} violation(s): {self.violations[0]}")
 
     def explain(self) -> str:
         lines = [f"policy {'passed' if self.passed else 'failed'}",
                  f"  predicted SQL: {_one_line(self.predicted)}",
                  f"  policy: {self.policy}"]
         lines.extend(f"  violation: {v}" for v in self.violations)
-        return "\n".join(lines)
+        return "\n".join(map(_printable, lines))  # the prediction is untrusted text
 
 
 # --------------------------------------------------------------------------- the helpers
@@ -211,12 +222,12 @@ def check_execution_match(gold: Any, predicted: str, *, engine=None, profile: st
     run, comparison = _split_options(options)
     resolved = _resolve_profile(profile, comparison)
     engine = _engine(engine, "assert_execution_match")
-    scores = _score(gold, predicted, engine, resolved, **run)
+    scores = _score(gold, predicted, engine, resolved, **run, helper="assert_execution_match")
     best = _best(scores)
     chosen = scores[best]
     return ExecutionMatchCheck(
         passed=chosen.execution_match, predicted=predicted, profile=resolved.profile, soft_f1=chosen.soft_f1,
-        best=best, scores=scores, error=chosen.record.get("error"),
+        best=best, scores=scores, error=chosen.record.get("error"), overrides=dict(comparison),
     )
 
 
@@ -239,7 +250,7 @@ def check_soft_f1(gold: Any, predicted: str, *, engine=None, at_least: float = 0
     run, comparison = _split_options(options)
     resolved = _resolve_profile(comparison.pop("profile", "sqleval"), comparison)
     engine = _engine(engine, "assert_soft_f1")
-    scores = _score(gold, predicted, engine, resolved, **run)
+    scores = _score(gold, predicted, engine, resolved, **run, helper="assert_soft_f1")
     best = max(range(len(scores)), key=lambda i: (scores[i].soft_f1, scores[i].execution_match, -i))
     score = scores[best].soft_f1
     return SoftF1Check(passed=score >= at_least, predicted=predicted, score=score, at_least=float(at_least),
@@ -259,13 +270,17 @@ def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequen
     from .metrics.exact_match import GoldUnreadable, exact_match, resolve_exact_match
 
     golds = _gold_sql_texts(gold, "assert_exact_match")
+    _check_predicted(predicted, "assert_exact_match")
     resolved_schema, schema_dialect = _schema(schema)
-    dialect = dialect or schema_dialect or "sqlite"
-    options = resolve_exact_match(profile)
+    dialect = _checked_dialect(dialect) or schema_dialect or "sqlite"
+    options = resolve_exact_match(_profile_name(profile))
     valid = _clause_names(options.profile)
     if clauses is not None:
         if isinstance(clauses, str):
             clauses = [clauses]
+        elif not isinstance(clauses, (list, tuple, set, frozenset)):
+            raise TypeError(f"clauses= must be a list of clause names such as [\"select\", \"where\"], "
+                            f"not {type(clauses).__name__}")
         clauses = [c.strip().lower() if isinstance(c, str) else c for c in clauses]  # as pass_if reads them
         unknown = [c for c in clauses if c not in valid]
         if unknown or not clauses:
@@ -312,9 +327,12 @@ def check_policy_of(predicted: str, policy: Mapping[str, Any] | None = None, *, 
     __tracebackhide__ = True
     from .policy import Policy, check_policy
 
+    _check_predicted(predicted, "assert_policy")
     resolved = Policy.from_mapping({**(dict(policy) if policy else {}), **rules})
     if schema is None and engine is None:
         engine = _engine(None, "assert_policy", required=False)
+    elif engine is not None:
+        engine = _as_engine(engine)
     if schema is None and engine is not None:
         schema, engine_dialect = _schema(engine)
         dialect = dialect or engine_dialect
@@ -348,10 +366,10 @@ def explain(verdict: Any) -> str | None:
         reason = f": {verdict.reason}" if verdict.reason else ""
         lines = [f"exact_match {'passed' if verdict.match else 'failed'}{reason}"]
         lines.extend(f"  {name:<16} {'match' if ok else 'DIFFERS'}" for name, ok in verdict.clauses.items())
-        return "\n".join(lines)
+        return "\n".join(map(_printable, lines))
     if isinstance(verdict, PolicyVerdict):
-        return "\n".join([f"policy {'passed' if verdict.passed else 'failed'}",
-                          *(f"  violation: {v}" for v in verdict.violations)])
+        return "\n".join(map(_printable, [f"policy {'passed' if verdict.passed else 'failed'}",
+                                          *(f"  violation: {v}" for v in verdict.violations)]))
     return None
 
 
@@ -387,18 +405,40 @@ def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
 def _resolve_profile(profile: str, overrides: Mapping[str, Any]):
     from .comparison import OptionError, resolve_execution
 
+    running_settings()  # a plain run builds the session's profiles (a conftest's own) on first use
+    profile = _profile_name(profile)
     try:
         return resolve_execution({"profile": profile, **overrides} if overrides else profile)
     except OptionError as exc:
         raise ValueError(str(exc)) from None
 
 
-def _engine(engine, helper: str, *, required: bool = True):
+def _profile_name(profile: Any) -> str:
+    if not isinstance(profile, str):
+        raise TypeError(f"profile= must be the name of a profile, such as \"sqleval\", not {type(profile).__name__}")
+    return profile
+
+
+def _checked_dialect(dialect: Any) -> str | None:
+    """``dialect=`` as given (None: the engine's), checked against sqlglot's dialects."""
+    if dialect is None:
+        return None
+    from sqlglot.dialects.dialect import Dialect
+
+    try:
+        Dialect.get_or_raise(dialect)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"dialect= must be a SQL dialect sqlglot knows (sqlite, duckdb, postgres, ...): {exc}") \
+            from None
+    return dialect
+
+
+def _engine(engine, helper: str, *, required: bool = True, argument: str = "engine"):
     if engine is not None:
-        return engine
+        return _as_engine(engine, argument)
     from .running_test import running_test_engine
 
-    found = running_test_engine()
+    found = connection_engine(running_test_engine())  # an overridden sqleval_engine may give a Connection
     if found is None and required:
         raise ValueError(
             f"{helper} needs a database: pass engine=... (e.g. engine=sqleval_engine_factory(\"shop.sqlite\")), "
@@ -406,6 +446,29 @@ def _engine(engine, helper: str, *, required: bool = True):
             "@pytest.mark.sqleval_database(\"shop.sqlite\") or the ini option sqleval_database"
         )
     return found
+
+
+def _as_engine(engine, argument: str = "engine"):
+    """An engine (or engine-like object of a backend) as given; a SQLAlchemy Connection stands for its engine (the
+    query runs read-only on a connection of its own, so it does not see the connection's uncommitted changes).
+    A URL or path is not an engine: a TypeError that names the argument, never the URL (it may hold a password)."""
+    inner = connection_engine(engine)
+    if inner is not engine:
+        return inner
+    if isinstance(engine, (str, bytes, os.PathLike)) or not hasattr(engine, "dialect"):
+        raise TypeError(
+            f"{argument}= must be a SQLAlchemy engine or connection, not {type(engine).__name__}; for a database "
+            f"path or URL, open it with the fixture: {argument}=sqleval_engine_factory(\"shop.sqlite\")"
+        )
+    return engine
+
+
+def connection_engine(value: Any) -> Any:
+    """The engine of a SQLAlchemy Connection; anything else as it is."""
+    inner = getattr(value, "engine", None)
+    if inner is not None and inner is not value and hasattr(value, "exec_driver_sql") and hasattr(inner, "connect"):
+        return inner
+    return value
 
 
 @dataclass(frozen=True)
@@ -463,17 +526,20 @@ def _gold_sql_texts(gold: Any, helper: str) -> list[str]:
 
 
 def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None = None, max_rows: int | None = None,
-           dialect: str | None = None) -> list[GoldScore]:
+           dialect: str | None = None, helper: str = "assertion") -> list[GoldScore]:
     """Run the prediction once and compare it with each accepted gold."""
     __tracebackhide__ = True
-    from .errors import GoldError, QueryError
+    from .errors import DatabaseError, GoldError, QueryError
     from .evaluate import case_soft_f1, mismatch_record, run_prediction
     from .execution.runner import sqlglot_dialect
     from .metrics.execution_match import compare_results
 
-    golds = _golds(gold, "assertion")
+    golds = _golds(gold, helper)
+    _check_predicted(predicted, helper)
     timeout, max_rows = run_limits(timeout, max_rows)
-    dialect = dialect or sqlglot_dialect(engine.dialect.name)
+    settings = running_settings()
+    allowed, max_memory = settings.get("allow_functions", frozenset()), settings.get("max_memory")
+    dialect = _checked_dialect(dialect) or sqlglot_dialect(engine.dialect.name)
     evaluator = _evaluator(timeout, max_rows, engine)
     display = _display(engine)
     runs = []
@@ -481,10 +547,11 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
         if g.sql is not None:
             try:
                 runs.append(evaluator.run_gold(g.sql, options, engine, dialect, display, timeout=timeout,
-                                               max_rows=max_rows))
+                                               max_rows=max_rows, max_memory=max_memory))
             except GoldError as exc:
-                raise GoldError(f"{exc}\n  gold SQL: {_one_line(g.sql)}\n  the test's gold query is broken, "
-                                "not the prediction: fix the gold") from None
+                raise GoldError(f"{exc}\n  gold SQL: {_one_line(g.sql)}\n  {_gold_fix(str(exc))}") from None
+            except DatabaseError as exc:  # raised afresh here: no frame below (their locals hold the raw URL)
+                raise DatabaseError(str(exc)) from None
         else:
             from .evaluate import EXPECTED_ROWS, GoldRun
 
@@ -493,7 +560,10 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
     try:
         if predicted is None or not str(predicted).strip():
             raise QueryError("no_prediction", "the prediction is empty" if predicted is not None else "no prediction")
-        pred = run_prediction(engine, predicted, options, dialect, timeout, max_rows)
+        pred = run_prediction(engine, predicted, options, dialect, timeout, max_rows, allow_functions=allowed,
+                              max_memory=max_memory)
+    except DatabaseError as exc:  # raised afresh here: no frame below (their locals hold the raw URL)
+        raise DatabaseError(str(exc)) from None
     except QueryError as exc:
         return [GoldScore(_label(g), g.sql, False, 0.0, {**base, "gold": _label(g), "valid": False, "soft_f1": 0.0,
                                                           "error": {"kind": exc.kind, "message": exc.message}})
@@ -510,10 +580,21 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
     return scores
 
 
+def _check_predicted(predicted: Any, helper: str) -> None:
+    """The prediction is SQL text, or None for a prediction that did not come (a miss, never an error)."""
+    if predicted is not None and not isinstance(predicted, str):
+        raise TypeError(f"{helper}: predicted must be SQL text (a str) or None, not {type(predicted).__name__}")
+
+
 def run_limits(timeout: Any, max_rows: Any) -> tuple[float, int]:
-    """``timeout=``/``max_rows=`` of a helper, checked (None: the suites' defaults of 30 s and 100000 rows)."""
+    """``timeout=``/``max_rows=`` of a helper, checked (None: the session's ``--sqleval-timeout``/``sqleval_timeout``
+    and ``--sqleval-max-rows``/``sqleval_max_rows``, else the suites' defaults of 30 s and 100000 rows)."""
     import math
 
+    if timeout is None or max_rows is None:
+        settings = running_settings()
+        timeout = settings.get("timeout") if timeout is None else timeout
+        max_rows = settings.get("max_rows") if max_rows is None else max_rows
     if timeout is None:
         timeout = DEFAULT_TIMEOUT
     elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
@@ -546,6 +627,15 @@ def clear_caches() -> None:
     _EVALUATORS.clear()
     _ENGINES.clear()
     _SCHEMAS.clear()
+
+
+def _gold_fix(message: str) -> str:
+    """What to do about a gold that failed: a limit it hit is not a broken gold."""
+    limits = {"(timeout)": "`timeout=`", "(row_limit)": "`max_rows=`", "(memory)": "`--sqleval-max-memory`"}
+    for kind, setting in limits.items():
+        if kind in message:
+            return f"the test's gold query hit a limit, it is not broken: raise {setting} or make the gold cheaper"
+    return "the test's gold query is broken, not the prediction: fix the gold"
 
 
 def _display(engine) -> str:
@@ -624,6 +714,7 @@ _SCHEMAS: dict[Any, Any] = {}
 
 def _schema(schema) -> tuple[Any, str | None]:
     """(Schema, dialect or None) from a Schema, an engine, a (tables.json, db_id) pair or mapping, or None."""
+    __tracebackhide__ = True
     from .execution.runner import sqlglot_dialect
     from .schema import Schema
 
@@ -632,14 +723,25 @@ def _schema(schema) -> tuple[Any, str | None]:
         return _schema(engine)
     if isinstance(schema, Schema):
         return schema, None
+    if hasattr(schema, "exec_driver_sql") and hasattr(getattr(schema, "engine", None), "connect"):
+        schema = schema.engine  # a SQLAlchemy Connection: its engine's schema
     if hasattr(schema, "dialect") and hasattr(schema, "connect"):
         from .evaluate import Identity
 
         key = Identity(schema)  # holds the engine: no other object can take its id while the entry exists
         if key not in _SCHEMAS:
+            from .errors import DatabaseError
             from .execution.backends import read_schema
 
-            _SCHEMAS[key] = (schema, read_schema(schema))
+            try:
+                read = read_schema(schema)
+            except Exception as exc:  # noqa: BLE001 - driver errors vary: raised afresh, without the frames below
+                # (their locals hold the connection parameters, password included), as a suite reports them
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                problem = str(exc) if isinstance(exc, DatabaseError) else \
+                    f"cannot read the schema of {_display(schema)}: {first}"
+                raise DatabaseError(problem) from None
+            _SCHEMAS[key] = (schema, read)
         return _SCHEMAS[key][1], sqlglot_dialect(schema.dialect.name)
     if isinstance(schema, Mapping) and set(schema) == {"tables", "db_id"}:
         schema = (schema["tables"], schema["db_id"])
@@ -651,9 +753,17 @@ def _schema(schema) -> tuple[Any, str | None]:
         if key not in _SCHEMAS:
             _SCHEMAS[key] = Schema.from_spider_tables(path, db_id)
         return _SCHEMAS[key], None
-    raise TypeError("schema must be a Schema, an engine, a (tables.json path, db_id) pair or "
-                    "{\"tables\": ..., \"db_id\": ...}, or None for the test's sqleval_engine")
+    raise TypeError("schema= must be a Schema, an engine or connection, a (tables.json path, db_id) pair or "
+                    "{\"tables\": ..., \"db_id\": ...}, or None for the test's sqleval_engine, "
+                    f"not {type(schema).__name__}")
 
 
 def _one_line(sql: str | None) -> str:
     return " ".join((sql or "").split())
+
+
+def _printable(text: str) -> str:
+    """One line of a message, control characters of the untrusted prediction shown as escapes."""
+    from .report.diff import printable
+
+    return printable(text)

@@ -38,6 +38,7 @@ class SuiteFile(pytest.File):
         suite = load_suite_shared(self.path, state.engines.shared_build_dir)  # xdist: read once per run
         predictions = self._predictions(suite, state)
         _check_unique_name(suite, state)
+        _check_r_ves_computed(suite, state)
         state.register_suite(suite)
         fixtureinfo = None  # computed for the first item, then shared (as pytest shares it between parametrized items)
         fast = None
@@ -105,6 +106,16 @@ def _check_unique_name(suite: Suite, state) -> None:
                 fix="give each suite file its own `suite:` name (reports, baselines and `<suite>::<id>` predictions "
                     "tell suites apart by name; the default name is the file's stem)",
             )
+
+
+def _check_r_ves_computed(suite: Suite, state) -> None:
+    """R-VES times queries only when asked: a pass_if on `r_ves` without it would miss every case silently."""
+    if "r_ves" in suite.pass_if.metrics and not (suite.efficiency or state.evaluator.efficiency):
+        raise SuiteError(
+            f"pass_if `{suite.pass_if}` uses r_ves, which is computed only when queries are timed for R-VES",
+            path=suite.path,
+            fix="run with --sqleval-efficiency (ini `sqleval_efficiency = true`) or give the suite `efficiency: true`",
+        )
 
 
 def _add_markers(item: pytest.Item, case: Case, suite: Suite, markers: _MarkerRegistry) -> None:
@@ -177,19 +188,33 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold, sqleva
     except (Exception, RecursionError, MemoryError) as exc:  # noqa: BLE001 - one case never takes the run down
         record = errored_record(item, state, sqleval_gold, exc)
         item.sqleval_record = record
-        item.config.hook.pytest_sqleval_case_result(record=record, item=item, config=item.config)
+        _case_result(item, state, sqleval_gold, record)
         raise CaseErrored(record, exc) from None
     record["outcome"] = decide_outcome(record, strict=state.settings.strict)
     item.sqleval_record = record
-    item.config.hook.pytest_sqleval_case_result(record=record, item=item, config=item.config)
+    _case_result(item, state, sqleval_gold, record)
     if record["outcome"] == "failed":
         raise CaseMissed(record)
+
+
+def _case_result(item, state, prepared, record: dict[str, Any]) -> None:
+    """``pytest_sqleval_case_result``. A streaming reporter that raises makes the case an error naming it, so
+    pytest, the summary and the reports agree (not a case the report passes and pytest fails)."""
+    hook = item.config.hook.pytest_sqleval_case_result
+    try:
+        hook(record=record, item=item, config=item.config)
+    except Exception as exc:  # noqa: BLE001 - one case never takes the run down
+        from .hookspec import hook_failure
+
+        error = RuntimeError(hook_failure(hook, exc))
+        item.sqleval_record = errored_record(item, state, prepared, error)
+        raise CaseErrored(item.sqleval_record, error) from exc
 
 
 def score_case(item, state, engines, prepared, chosen, *, database: str | None) -> dict[str, Any]:
     """Every ``pytest_sqleval_score_case`` implementation (the built-in scoring first), then ``pass_if``."""
     from .evaluate import rule_holds
-    from .record import ScoreContext
+    from .record import ScoreContext, record_problem
     from .registry import active_registry, check_case_value
 
     suite = item.suite
@@ -199,7 +224,13 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     record: dict[str, Any] = {}
     item.config.hook.pytest_sqleval_score_case(case=item.case, suite=suite, prediction=item.prediction, record=record,
                                                context=context, config=item.config)
-    for metric in active_registry().user_case_metrics():  # a user's metric left a value the aggregates can use (none: nothing to do)
+    checked = active_registry().user_case_metrics()
+    if len(item.config.hook.pytest_sqleval_score_case.get_hookimpls()) > 1:  # a user's hook ran after the built-in
+        checked = active_registry().case_metrics()  # scoring: it may have left a built-in a value no aggregate takes
+        problem = record_problem(record)  # or changed the record's own keys: this case's error, not a crash later
+        if problem is not None:
+            raise ValueError(f"a pytest_sqleval_score_case hook left {problem}")
+    for metric in checked:  # a user's metric left a value the aggregates can use (none: nothing to do)
         check_case_value(metric, record)
     record.update(chosen.record_fields())
     record["passed_rule"] = rule_holds(suite, record)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .options import number_ini
+
 if TYPE_CHECKING:  # pragma: no cover
     from .deploygate import GateOptions
 
@@ -37,10 +39,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sqleval-shard", metavar="K/N", default=None,
                     help="run shard K of N (deterministic by suite and case id; interactions stay together).")
     parser.addini("sqleval_baseline", help="default for --sqleval-baseline.")
-    parser.addini("sqleval_max_regressed", help="default for --sqleval-max-regressed.")
+    parser.addini("sqleval_max_regressed", **number_ini(), help="default for --sqleval-max-regressed.")
     parser.addini("sqleval_fail_under_baseline", type="linelist",
                   help="METRIC[=TOLERANCE] lines (--sqleval-fail-under-baseline).")
-    parser.addini("sqleval_alpha", help="default for --sqleval-alpha (0.05).")
+    parser.addini("sqleval_alpha", **number_ini(), help="default for --sqleval-alpha (0.05).")
 
 
 @dataclass

@@ -8,8 +8,10 @@ mean ± 3σ are dropped, and the mean ratio is bucketed (:func:`~pytest_sqleval.
 error or timeout during the repetitions scores 0, as the official ``except Exception`` does.
 
 Both sides are timed the same way: the same :func:`~pytest_sqleval.execution.runner.run_query` call (query
-process, read-only connection, timeout, row cap), on text already checked. The prediction is guarded and
-rewritten once, here, exactly as for scoring; only that checked text is then repeated (with
+process, read-only connection, timeout, row cap), on text already checked; the time is the engine's execute and
+fetch as the query process measures it (:attr:`~pytest_sqleval.results.QueryResult.elapsed`), as BIRD times its
+cursor, not the round trip to the query process (which pulled a fast gold's ratio towards 1). The prediction is
+guarded and rewritten once, here, exactly as for scoring; only that checked text is then repeated (with
 ``untrusted=False``, like the gold, so the guard's own cost is not timed on one side only).
 """
 
@@ -58,18 +60,26 @@ def r_ves_fields(engine, gold: str, prediction: str | None, options, dialect: st
         gold_sql = _gold_text(gold, options, dialect)
         ratios = []
         for _ in range(repetitions):
-            started = time.perf_counter()
+            started, pred = time.perf_counter(), None
             if pred_sql is not None:
-                run_query(engine, pred_sql, timeout=timeout, max_rows=max_rows, untrusted=False, dialect=dialect,
-                          max_memory=max_memory)
-            pred_time = time.perf_counter() - started
+                pred = run_query(engine, pred_sql, timeout=timeout, max_rows=max_rows, untrusted=False,
+                                 dialect=dialect, max_memory=max_memory)
+            pred_time = _seconds(pred, started)
             started = time.perf_counter()
-            run_query(engine, gold_sql, timeout=timeout, max_rows=max_rows, untrusted=False, dialect=dialect,
-                      max_memory=max_memory)
-            gold_time = time.perf_counter() - started
+            gold_run = run_query(engine, gold_sql, timeout=timeout, max_rows=max_rows, untrusted=False,
+                                 dialect=dialect, max_memory=max_memory)
+            gold_time = _seconds(gold_run, started)
             ratios.append(gold_time / pred_time if pred_time > 0 else float("inf"))
     except (QueryError, Exception):  # noqa: BLE001 - the official scores any exception 0
         return zero
     ratio = ves_time_ratio(ratios)
     reward = ves_reward(ratio)
     return {"r_ves": r_ves_score(reward), "r_ves_reward": reward, "r_ves_time_ratio": ratio}
+
+
+def _seconds(result, started: float) -> float:
+    """The engine's execute-and-fetch time, measured in the query process (BIRD times its cursor's execute and
+    fetchall, not the connect); the wall time of the call when the query ran in this process (no query
+    process for the engine) or nothing ran (a text without a statement)."""
+    elapsed = getattr(result, "elapsed", None)
+    return elapsed if elapsed is not None else time.perf_counter() - started

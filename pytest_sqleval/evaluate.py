@@ -152,7 +152,8 @@ class Evaluator:
             if plan.hidden_key_sql:
                 return self._gold_with_hidden_keys(gold, sql, plan, options, engine, dialect, display, timeout, max_rows,
                                                    max_memory=max_memory)
-            result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory)
+            result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
+                               strict_text=strict_text(options))
         except QueryError as exc:
             return GoldError(f"the gold query failed on {display} ({exc.kind}): {exc.message}")
         groups = None
@@ -166,10 +167,12 @@ class Evaluator:
         if options.distinct == "strip":
             hidden_sql = strip_distinct(hidden_sql, dialect)
         try:
-            keyed = run_query(engine, hidden_sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory)
+            keyed = run_query(engine, hidden_sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
+                              strict_text=strict_text(options))
         except QueryError:
             # The rewrite is not valid on this engine: compare in the gold's exact order instead.
-            result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory)
+            result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
+                               strict_text=strict_text(options))
             return GoldRun(display, result, True, None, "ORDER BY keys not in the output; tied rows compared in gold order")
         width = len(keyed.columns) - plan.hidden_key_count
         result = QueryResult(columns=keyed.columns[:width], rows=[row[:width] for row in keyed.rows])
@@ -254,7 +257,7 @@ class Evaluator:
             return False
         try:
             run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                      prefetch=True)
+                      prefetch=True, strict_text=strict_text(options))
         except QueryError:
             return False  # refused before it was sent: _run_gold runs it again and reports it
         self._gold_planned[key] = (sql, plan)
@@ -547,7 +550,14 @@ def run_prediction(engine, prediction: str, options: ComparisonOptions, dialect:
     query process's limits."""
     rewrite = prediction_rewrite(options)
     return run_query(engine, prediction, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect,
-                     rewrite=rewrite, allow_functions=allow_functions, max_memory=max_memory)
+                     rewrite=rewrite, allow_functions=allow_functions, max_memory=max_memory,
+                     strict_text=strict_text(options))
+
+
+def strict_text(options: ComparisonOptions) -> bool:
+    """Is text that is not valid UTF-8 in a result an error (the ``bird`` profile: Python's sqlite3 raises, and
+    BIRD scores the item 0)? Elsewhere each bad byte reads as U+FFFD."""
+    return options.profile == "bird"
 
 
 def prefetch_prediction(suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
@@ -558,7 +568,8 @@ def prefetch_prediction(suite: Suite, prediction: str | None, engines: Sequence[
         return
     try:
         run_query(engines[0], prediction, timeout=timeout, max_rows=max_rows, untrusted=True,
-                  dialect=prepared.dialect, rewrite=prediction_rewrite(suite.execution), prefetch=True, **limits)
+                  dialect=prepared.dialect, rewrite=prediction_rewrite(suite.execution), prefetch=True,
+                  strict_text=strict_text(suite.execution), **limits)
     except QueryError:
         return  # refused before it was sent (e.g. a profile's one-statement rule): run_prediction raises it again
 

@@ -87,4 +87,35 @@ def pytest_sqleval_terminal_section(terminalreporter: Any, summary: Any, records
 
 def pytest_sqleval_update_json(config: pytest.Config, report: dict[str, Any]) -> None:
     """Change the ``sqleval-report/1`` report dict in place before it is written (``--sqleval-json``) and
-    rendered (Markdown, HTML); it holds ``run``, ``suites``, ``cases``, ``overall`` and the gates."""
+    rendered (Markdown, HTML); it holds ``run``, ``suites``, ``cases``, ``overall`` and the gates. What you add
+    is written as the rest is (NaN as ``"nan"``, a set as a sorted list); an exception here fails the run with a
+    line naming your implementation, and no JSON file is written."""
+
+
+def hook_failure(hook: Any, exc: BaseException) -> str:
+    """``pytest_sqleval_x (/path/conftest.py:3) raised RuntimeError: boom``: the implementation whose code raised
+    (the innermost traceback frame that runs one of the hook's implementations), for a usage error that names
+    the user's conftest.py or plugin instead of a bare traceback."""
+    return f"{hook.name}{hook_location(hook, exc)} raised {type(exc).__name__}: {exc}"
+
+
+def hook_location(hook: Any, exc: BaseException) -> str:
+    """`` (/path/conftest.py:3)``: where in an implementation of ``hook`` the exception was raised ("" if none)."""
+    impls = {impl.function.__code__: impl for impl in hook.get_hookimpls() if hasattr(impl.function, "__code__")}
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        impl = impls.get(tb.tb_frame.f_code)
+        if impl is not None:
+            path = impl.function.__code__.co_filename
+            named = "" if impl.plugin_name == path else f" of plugin {impl.plugin_name!r}"
+            where = f" ({path}:{tb.tb_lineno}{named})"
+        tb = tb.tb_next
+    return where
+
+
+def hook_implementers(hook: Any) -> str:
+    """Where the non-built-in implementations of a hook are (their files), for an error about what they did."""
+    files = [getattr(getattr(impl.function, "__code__", None), "co_filename", impl.plugin_name)
+             for impl in hook.get_hookimpls() if not impl.plugin_name.endswith("pytest_sqleval.builtins")]
+    return f"{hook.name} ({', '.join(files)})" if files else hook.name

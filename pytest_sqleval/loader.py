@@ -418,6 +418,9 @@ def _difficulty_label(ctx: LoadContext, entry: LineMapping) -> str | None:
     return value.strip()
 
 
+#: The operators of pytest's -m/-k grammar (_pytest/mark/expression.py): `-m and` is a syntax error, while `in`,
+#: `is`, `True` or `None` are mark names like any other.
+_EXPRESSION_WORDS = ("and", "or", "not")
 _ACTS = {"skip": "skip the case", "skipif": "skip the case", "xfail": "mark the case as expected to fail"}
 
 
@@ -432,9 +435,19 @@ def _tags(ctx: LoadContext, entry: LineMapping) -> tuple[str, ...]:
         raise ctx.error("tags must be a list of names", line, fix="write `tags: [joins, aggregation]`")
     tags = []
     for tag in value:
+        if isinstance(tag, bool) or tag is None:  # `yes`, `on`, `true`, `null`: YAML 1.1 reads a boolean or null
+            raise ctx.error(f"tag {tag!r} is read by YAML as {'null' if tag is None else 'a boolean'}, not a name",
+                            line, fix='quote it (`tags: ["yes"]`)')
         if not isinstance(tag, str) or not tag.isidentifier():
             raise ctx.error(f"tag {tag!r} is not a valid marker name", line,
-                            fix="use letters, digits and '_' (tags become pytest markers usable with -m)")
+                            fix="use letters, digits and '_', starting with a letter (tags become pytest markers "
+                                "usable with -m)")
+        if tag in _EXPRESSION_WORDS or tag.startswith("_"):
+            why = "starts with '_', which pytest refuses in a marker name" if tag.startswith("_") else \
+                "is an operator of pytest's -m expressions, so `-m` could never select it"
+            raise ctx.error(f"tag {tag!r} {why}", line,
+                            fix=f"rename the tag, e.g. `{tag.strip('_') or 'tag'}_case` (tags become pytest markers "
+                                "usable with -m)")
         if tag in RESERVED_TAGS:
             acts = _ACTS.get(tag, "change how the case is collected or run")
             raise ctx.error(f"tag {tag!r} is the name of a pytest marker that acts on the test (it would {acts})",

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from .options import number_ini
+
 RUNTIME_KEY = pytest.StashKey["ModelRuntime"]()
 SAVED_KEY = pytest.StashKey[str]()
 CACHE_MODES = ("use", "refresh", "off", "only")
@@ -86,7 +88,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("sqleval_cache_mode", "default for --sqleval-cache-mode."),
         ("sqleval_save_predictions", "default for --sqleval-save-predictions."),
     ):
-        parser.addini(name, help=text)
+        numeric = name.startswith(("sqleval_model_concurrency", "sqleval_model_timeout", "sqleval_model_retries",
+                                   "sqleval_price_"))
+        parser.addini(name, **(number_ini() if numeric else {}), help=text)
 
 
 # --------------------------------------------------------------------------- settings
@@ -101,7 +105,8 @@ def resolve_model_settings(config: pytest.Config):
         return value.strip() if isinstance(value, str) and value.strip() else None
 
     def ini_number(name: str, parse):
-        value = ini(name)
+        value = config.getini(name)  # a number in a native TOML config (options.number_ini), else text
+        value = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else ini(name)
         if value is None:
             return None
         try:

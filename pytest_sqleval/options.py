@@ -32,6 +32,18 @@ memory_size = _lazy_type("memory_size")
 threshold_assignment = _lazy_type("threshold_assignment")
 
 
+def number_ini() -> dict:
+    """The ``addini`` arguments of a numeric value: pytest 9's native TOML (``pytest.toml``, ``[tool.pytest]``)
+    keeps ``sqleval_timeout = 5`` an int, which a string option refuses; from pytest 9.2 a union type takes the
+    number as well as text ("5", "2GiB"), which the settings check either way."""
+    import re
+
+    version = re.match(r"(\d+)\.(\d+)", pytest.__version__)
+    if version is None or (int(version[1]), int(version[2])) < (9, 2):
+        return {}
+    return {"type": str | float, "default": ""}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sqleval", "text-to-SQL evaluation (pytest-sqleval)")
     group.addoption("--sqleval", action="store_true", default=False,
@@ -64,19 +76,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sqleval-gold-size", metavar="N", type=positive_int, default=None,
                     help="with --sqleval-check-gold: flag golds returning more than N rows (default 1000).")
 
+    number = number_ini()
     parser.addini("sqleval", type="bool", default=False, help="evaluate sqleval suites without --sqleval.")
     parser.addini("sqleval_predictions", help="default for --sqleval-predictions.")
     parser.addini("sqleval_strict", type="bool", default=False, help="default for --sqleval-strict.")
-    parser.addini("sqleval_timeout", help=f"timeout per query in seconds (default {DEFAULT_TIMEOUT:g}).")
-    parser.addini("sqleval_max_rows", help=f"row cap per query (default {DEFAULT_MAX_ROWS}).")
-    parser.addini("sqleval_max_memory", help="memory cap per query: 2GiB, 512MB or bytes (default 2GiB).")
-    parser.addini("sqleval_connect_timeout",
+    parser.addini("sqleval_timeout", **number, help=f"timeout per query in seconds (default {DEFAULT_TIMEOUT:g}).")
+    parser.addini("sqleval_max_rows", **number, help=f"row cap per query (default {DEFAULT_MAX_ROWS}).")
+    parser.addini("sqleval_max_memory", **number, help="memory cap per query: 2GiB, 512MB or bytes (default 2GiB).")
+    parser.addini("sqleval_connect_timeout", **number,
                   help=f"connect timeout of network databases in seconds (default {DEFAULT_CONNECT_TIMEOUT:g}).")
     parser.addini("sqleval_thresholds", type="linelist", help="METRIC=VALUE lines; suites' own thresholds win.")
     parser.addini("sqleval_json", help="default for --sqleval-json.")
     parser.addini("sqleval_diff", type="bool", default=False, help="default for --sqleval-diff.")
     parser.addini("sqleval_database_url", help="default for --sqleval-database-url.")
-    parser.addini("sqleval_gold_size", help="default for --sqleval-gold-size.")
+    parser.addini("sqleval_gold_size", **number, help="default for --sqleval-gold-size.")
     parser.addini("sqleval_allow_functions", type="linelist",
                   help="your own functions predictions may call beside the dialect's allowlist of pure functions.")
 

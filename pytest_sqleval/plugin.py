@@ -141,7 +141,12 @@ def _register_metrics(config: pytest.Config) -> None:
     try:
         config.hook.pytest_sqleval_register_metrics.call_historic(kwargs={"registry": registry, "config": config})
     except MetricError as exc:  # a bad registration in a conftest.py or plugin: a usage error, not a traceback
-        raise pytest.UsageError(f"pytest_sqleval_register_metrics: {exc}") from None
+        from .hookspec import hook_location
+
+        where = hook_location(config.hook.pytest_sqleval_register_metrics, exc)
+        raise pytest.UsageError(f"pytest_sqleval_register_metrics: {exc}{where}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's code raised: name it, not an INTERNALERROR
+        _hook_raised(config.hook.pytest_sqleval_register_metrics, exc)
 
 
 def _register_profiles(config: pytest.Config) -> None:
@@ -151,7 +156,10 @@ def _register_profiles(config: pytest.Config) -> None:
 
     profiles: dict = {}  # the built-ins come from pytest_sqleval.builtins' implementation
     use_profiles(profiles)
-    config.hook.pytest_sqleval_execution_profiles.call_historic(kwargs={"profiles": profiles, "config": config})
+    try:
+        config.hook.pytest_sqleval_execution_profiles.call_historic(kwargs={"profiles": profiles, "config": config})
+    except Exception as exc:  # noqa: BLE001 - the user's code raised: name it, not an INTERNALERROR
+        _hook_raised(config.hook.pytest_sqleval_execution_profiles, exc)
 
 
 def _register_backends(config: pytest.Config) -> None:
@@ -161,7 +169,18 @@ def _register_backends(config: pytest.Config) -> None:
 
     backends = BackendRegistry()
     use_backends(backends)
-    config.hook.pytest_sqleval_engine_backends.call_historic(kwargs={"backends": backends, "config": config})
+    try:
+        config.hook.pytest_sqleval_engine_backends.call_historic(kwargs={"backends": backends, "config": config})
+    except Exception as exc:  # noqa: BLE001 - the user's code raised: name it, not an INTERNALERROR
+        _hook_raised(config.hook.pytest_sqleval_engine_backends, exc)
+
+
+def _hook_raised(hook, exc: Exception) -> None:
+    """A registration hook of a conftest.py or plugin raised: a usage error naming the hook, where its code is
+    and what it raised (a conftest.py collected later fails its collection, with the same traceback)."""
+    from .hookspec import hook_failure
+
+    raise pytest.UsageError(hook_failure(hook, exc)) from None
 
 
 def _is_xdist_controller(config: pytest.Config) -> bool:

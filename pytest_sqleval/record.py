@@ -89,6 +89,45 @@ INTERNAL_KEYS: frozenset[str] = frozenset({"path", "gold_status", "gold_findings
 #: The per-case keys of the JSON report, in the order it writes them (a registered metric's key follows).
 REPORT_KEYS: tuple[str, ...] = tuple(k for k in CaseRecord.__annotations__ if k not in INTERNAL_KEYS)
 
+#: Keys the built-in scoring always writes and the plugin reads to place a case (a hook must not remove them).
+REQUIRED_KEYS: tuple[str, ...] = ("suite", "path", "id", "index")
+
+
+def _python_types(annotation: str) -> tuple[type, ...]:
+    """The Python types a :class:`CaseRecord` annotation (its text: postponed annotations) allows."""
+    optional = annotation.startswith("Optional[")
+    inner = annotation[len("Optional["):-1] if optional else annotation
+    kinds: tuple[type, ...] = {"str": (str,), "int": (int,), "bool": (bool,), "float": (int, float)}.get(
+        inner, (list,) if inner.startswith("list[") else (dict,) if inner.startswith(("dict[", "QueryErrorRecord"))
+        else (object,))
+    return kinds + ((type(None),) if optional else ())
+
+
+_TYPES: dict[str, tuple[type, ...]] = {}
+
+
+def record_problem(record: dict[str, Any]) -> str | None:
+    """What is wrong with a record a user's ``pytest_sqleval_score_case`` changed (None: nothing): a key the
+    plugin needs removed, or one of the record's own keys holding another type than :class:`CaseRecord` says
+    (``error`` as text, ``clauses`` as a list), which would break the aggregates or the reports later."""
+    if not _TYPES:
+        _TYPES.update((key, _python_types(str(getattr(hint, "__forward_arg__", hint))))
+                      for key, hint in CaseRecord.__annotations__.items())
+    missing = [key for key in REQUIRED_KEYS if key not in record]
+    if missing:
+        return f"the record without its own {', '.join(map(repr, missing))}; add keys to the record, keep its own"
+    for key, value in record.items():
+        types = _TYPES.get(key)
+        if types is not None and not isinstance(value, types):
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            annotation = getattr(CaseRecord.__annotations__[key], "__forward_arg__", CaseRecord.__annotations__[key])
+            return (f"record[{key!r}] = {shown}, which is not {annotation} (pytest_sqleval.record.CaseRecord); add "
+                    "keys of your own to the record rather than change the type of its own")
+    error = record.get("error")
+    if error is not None and not {"kind", "message"} <= set(error):
+        return f"record['error'] = {error!r}; an error is {{'kind': ..., 'message': ...}} or None"
+    return None
+
 
 @dataclass
 class ScoreContext:

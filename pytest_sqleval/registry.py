@@ -15,6 +15,7 @@ hooks' metrics; :func:`use_registry`); pure functions take it as an argument and
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -63,15 +64,21 @@ class Metric:
     #: and its return value is stored in ``record[case_key]``. Without it, a ``pytest_sqleval_score_case`` hook
     #: (or the built-in scoring) fills the key.
     score: Callable[[dict[str, Any], Any], Any] | None = field(default=None, compare=False)
+    #: The highest value a rate or mean can take (a threshold above it can never be met): 1, but sqrt(1.25) for
+    #: ``r_ves`` (a reward of 1.25 for a prediction at least twice as fast as the gold).
+    maximum: float = 1.0
 
     def __post_init__(self) -> None:
-        if not self.name or not self.name.replace("_", "").isalnum() or not self.name[0].isalpha():
+        if not isinstance(self.name, str) or not self.name or not self.name.replace("_", "").isalnum() \
+                or not self.name[0].isalpha():
             raise MetricError(f"metric name {self.name!r}: use letters, digits and underscores, starting with a letter")
         for attr, allowed in (("kind", KINDS), ("direction", DIRECTIONS), ("population", POPULATIONS),
                               ("scope", SCOPES)):
             if getattr(self, attr) not in allowed:
                 raise MetricError(f"metric {self.name!r}: {attr} must be one of {', '.join(allowed)}, "
                                   f"not {getattr(self, attr)!r}")
+        if self.case_key is not None and not isinstance(self.case_key, str):
+            raise MetricError(f"metric {self.name!r}: case_key must be the record key as text, not {self.case_key!r}")
         if self.case_key is None and self.scope == "case":
             object.__setattr__(self, "case_key", self.name)
         if not self.label:
@@ -149,6 +156,9 @@ class MetricRegistry:
         if metric.score is not None and metric.case_key in _record_keys():
             raise MetricError(f"metric {metric.name!r}: its score() would overwrite the case record's own "
                               f"{metric.case_key!r}; pick another name (or case_key)")
+        if metric.case_key in _text_record_keys():
+            raise MetricError(f"metric {metric.name!r}: the case record's own {metric.case_key!r} is text or a list, "
+                              "never a value a metric aggregates; pick another name (or case_key)")
         self._metrics[metric.name] = metric
         self._user = None
         return metric
@@ -202,6 +212,19 @@ class MetricRegistry:
         return MetricRegistry(list(self))
 
 
+@functools.cache
+def _text_record_keys() -> frozenset[str]:
+    """The case record's own keys whose value is text or a list (``outcome``, ``id``, ``tags``, ...), never
+    true/false, a number or a ``{"passed": ...}`` verdict: a metric reading one could not be aggregated."""
+    from .record import CaseRecord
+
+    def unusable(hint: Any) -> bool:  # the annotation's text (record.py has postponed annotations)
+        text = str(getattr(hint, "__forward_arg__", hint)).removeprefix("Optional[")
+        return text.rstrip("]") == "str" or text.startswith("list[")
+
+    return frozenset(key for key, hint in CaseRecord.__annotations__.items() if unusable(hint))
+
+
 def _record_keys() -> frozenset[str]:
     """Every key the plugin itself writes into a case's record (:class:`~pytest_sqleval.record.CaseRecord`)."""
     from .record import CaseRecord
@@ -213,8 +236,11 @@ def check_case_value(metric: Metric, record: Record) -> None:
     """A user's metric must leave a value the aggregates can use in the record: true/false, a finite number,
     a ``{"passed": ...}`` verdict or None (the case does not count). Anything else is a :class:`MetricError`
     naming the metric, raised while the case is scored (so it is that case's error, not the run's)."""
-    value = record.get(metric.case_key or metric.name)
-    if value is None or isinstance(value, (bool, Mapping)):
+    key = metric.case_key or metric.name
+    value = record.get(key)
+    if isinstance(value, Mapping) and "passed" in value:  # a verdict: its "passed" is what is aggregated
+        value = value["passed"]
+    if value is None or isinstance(value, bool):
         return
     if not isinstance(value, (str, bytes)):  # a number of any numeric type (numpy's too), finite
         try:
@@ -223,8 +249,10 @@ def check_case_value(metric: Metric, record: Record) -> None:
             number = None
         if number is not None and number == number and abs(number) != float("inf"):
             return
-    raise MetricError(f"metric {metric.name!r} gave {value!r} for this case; a {metric.kind} metric's value is "
-                      "true/false, a finite number or None (the case does not count)")
+    named = f"metric {metric.name!r}" + (f" (record[{key!r}])" if key != metric.name else "")
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."  # a huge text stays one line
+    raise MetricError(f"{named} gave {shown} for this case; a {metric.kind} metric's value is true/false, a "
+                      "finite number, a {\"passed\": true/false} verdict or None (the case does not count)")
 
 
 def _execution_accuracy(record: Record) -> Any:
@@ -256,7 +284,8 @@ BUILTIN_METRICS: tuple[Metric, ...] = (
            description="share of results equal on every database of the case"),
     Metric("soft_f1", title="soft F1", kind="mean", breakdown_label="soft_f1", description="mean MRO Soft Execution F1"),
     Metric("bird_soft_f1", title="BIRD soft F1", kind="mean", description="mean BIRD mini-dev Soft F1 (evaluation_f1.py)"),
-    Metric("r_ves", title="R-VES", kind="mean", description="mean sqrt(R-VES reward) (BIRD mini-dev evaluation_ves.py / 100)"),
+    Metric("r_ves", title="R-VES", kind="mean", maximum=1.25 ** 0.5,
+           description="mean sqrt(R-VES reward) (BIRD mini-dev evaluation_ves.py / 100)"),
     Metric("exact_match", title="exact match", kind="rate", population="scored", breakdown_label="EM",
            description="share of exact set matches (cases where it was computed)"),
     Metric("question_match", title="question match", kind="rate", scope="interaction", description="SParC: share of turns that pass"),

@@ -18,6 +18,9 @@ class QueryResult:
 
     columns: tuple[str, ...]
     rows: Sequence[tuple[Any, ...]] = field(default_factory=list)
+    #: Seconds the engine took to execute and fetch, timed in the query process (R-VES times this, as BIRD
+    #: times its cursor's execute and fetchall); None when the query ran in this process.
+    elapsed: float | None = field(default=None, compare=False, repr=False)
 
     @property
     def row_count(self) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-_LOOKUP: dict[str, Callable[[], Any] | None] = {"engine": None}
+_LOOKUP: dict[str, Callable[[], Any] | None] = {"engine": None, "settings": None}
 
 
 def set_engine_lookup(lookup: Callable[[], Any] | None) -> None:
@@ -21,3 +21,15 @@ def running_test_engine() -> Any:
     """The running test's ``sqleval_engine``, or None (no test running, or it has no database configured)."""
     lookup = _LOOKUP["engine"]
     return None if lookup is None else lookup()
+
+
+def set_settings_lookup(lookup: Callable[[], dict[str, Any]] | None) -> None:
+    """Install how to find the session's run settings (``timeout``, ``max_rows``, ``max_memory``,
+    ``allow_functions``: the ``--sqleval-*`` options and ``sqleval_*`` ini values; None: the built-in defaults)."""
+    _LOOKUP["settings"] = lookup
+
+
+def running_settings() -> dict[str, Any]:
+    """The session's run settings (an empty mapping outside a pytest session: the built-in defaults apply)."""
+    lookup = _LOOKUP["settings"]
+    return {} if lookup is None else lookup()

@@ -171,14 +171,38 @@ class SqlevalSession:
         run = {"plugin_version": plugin_version(), "pytest_version": pytest.__version__}
         report = json_primitive(build_report(self.state.summaries, records, run=run))
         report = extend_report(self.config, self.state, report)
-        self.config.hook.pytest_sqleval_update_json(config=self.config, report=report)
+        hook = self.config.hook.pytest_sqleval_update_json
+        if hook.get_hookimpls():  # a user's hooks (the plugin implements none)
+            report = self._updated_report(hook, report)
         self.state.report = report
+
+    def _updated_report(self, hook, report: dict) -> dict | None:
+        """The report after the users' ``pytest_sqleval_update_json``, what they added made JSON as the rest of
+        the report is (NaN as text, a set as a sorted list). A hook that raises, or leaves a value no JSON can
+        hold (a dict that contains itself), is the report's error naming it: the run fails, no JSON file is
+        written, and the report is not used (the Markdown/HTML views build their own)."""
+        from .hookspec import hook_failure, hook_implementers
+        from .report.json_values import json_primitive
+
+        try:
+            hook(config=self.config, report=report)
+        except Exception as exc:  # noqa: BLE001 - the user's code raised: name it, not an INTERNALERROR
+            error = hook_failure(hook, exc)
+        else:
+            try:
+                return json_primitive(report)
+            except (RecursionError, TypeError, ValueError) as exc:
+                error = f"{hook_implementers(hook)} left a value no JSON can hold ({type(exc).__name__}: {exc})"
+        written = "; the JSON report is not written" if self.state.settings.json_path is not None else ""
+        self.state.json_error = error + written  # the run fails, the summary names it
+        self.config.stash[JSON_FAILED_KEY] = True
+        return None
 
     def _write_json(self) -> None:
         from .report.json_report import write_report
 
         path = self.state.settings.json_path
-        if path is None:
+        if path is None or self.state.json_error:  # a pytest_sqleval_update_json hook failed: named in the summary
             return
         report = self.state.report
         try:
@@ -186,6 +210,14 @@ class SqlevalSession:
         except (OSError, ValueError) as exc:
             self.state.json_error = f"cannot write the JSON report to {path}: {exc}"
             self.config.stash[JSON_FAILED_KEY] = True
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session):
+        """Around the terminal summary: a ``pytest_sqleval_terminal_section`` that raised fails the run."""
+        result = yield
+        if getattr(self, "_section_failed", False) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return result
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
         if self.state.settings.check_gold:
@@ -205,8 +237,14 @@ class SqlevalSession:
         from .report.terminal import write_summary
 
         def section(summary, records) -> None:
-            config.hook.pytest_sqleval_terminal_section(terminalreporter=terminalreporter, summary=summary,
-                                                        records=records, config=config)
+            hook = config.hook.pytest_sqleval_terminal_section
+            try:
+                hook(terminalreporter=terminalreporter, summary=summary, records=records, config=config)
+            except Exception as exc:  # noqa: BLE001 - a reporter's bug: named, the rest of the summary still written
+                from .hookspec import hook_failure
+
+                terminalreporter.write_line(f"sqleval: {hook_failure(hook, exc)}", red=True, bold=True)
+                self._section_failed = True
 
         write_summary(terminalreporter, self.state.summaries, by_path, json_path=self.state.json_written,
                       section=section)

@@ -151,7 +151,9 @@ def resolve_settings(config) -> Settings:
             value = config.getini(name)
         except Exception as exc:  # noqa: BLE001 - pytest's own check of a bool option (a UsageError in pytest 9,
             # a ValueError before): "invalid truth value 'maybe'", which does not name the option
-            raise SettingsError(f"ini option {name} must be true or false ({exc})") from None
+            if name in ("sqleval", "sqleval_strict", "sqleval_diff"):
+                raise SettingsError(f"ini option {name} must be true or false ({exc})") from None
+            raise SettingsError(f"ini option {name}: {exc}") from None
         return value if value not in ("", None, []) else None
 
     enabled = bool(option.sqleval) or _ini_bool(ini("sqleval"), "sqleval")

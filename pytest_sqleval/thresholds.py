@@ -128,8 +128,9 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
     value = float(value)
     if value != value or value in (float("inf"), float("-inf")):
         raise ThresholdError(f"threshold for {metric} must be a finite number, not {value}")
-    if kind != "count" and not 0.0 <= value <= 1.0:
-        raise ThresholdError(f"{metric} is a rate between 0 and 1; {value:g} can never be met or is meaningless")
+    if kind != "count" and not 0.0 <= value <= found.maximum:
+        raise ThresholdError(f"{metric} is a rate between 0 and {found.maximum:.4g}; {value:g} can never be met or "
+                             f"is meaningless")
     if kind == "count" and value < 0:
         raise ThresholdError(f"{metric} is a count; a {bound}imum of {value:g} can never hold")
     return Threshold(metric, bound, value, source)

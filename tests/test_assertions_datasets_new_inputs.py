@@ -692,7 +692,7 @@ def test_screen_boundaries(tmp_path: Path) -> None:
     assert [k.sql for k in kept] == ["SELECT n FROM t WHERE n IS NOT NULL", "SELECT count(*) FROM t WHERE n > 5"]
     assert [(d.filter, d.reason) for d in drops] == [
         ("too_many_rows", "more than 3 rows"), ("empty_result", "only NULLs"), ("empty_result", "only NULLs"),
-        ("unparsable", "no SQL"), ("unparsable", "no SQL")]
+        ("unparsable", "the model's answer contains no SQL: -- only a comment"), ("unparsable", "no SQL")]
 
 
 def test_cosql_release_folder_layout(pytester: pytest.Pytester) -> None:

@@ -170,6 +170,29 @@ def test_postgres_types_compare_with_the_gold(pytester, postgres_url):
     assert "Traceback" not in result.stdout.str()
 
 
+def test_postgres_dates_past_year_9999_and_bc_compare_as_postgresql_writes_them(pytester, postgres_url):
+    """Python's dates stop at year 9999 and start at year 1; PostgreSQL's go on. Such a value is compared as
+    PostgreSQL's text on both sides, so the same value matches and a different one misses."""
+    (pytester.path / "far.sql").write_text(
+        "CREATE TABLE far (id int PRIMARY KEY, day date, at timestamp, atz timestamptz);\n"
+        "INSERT INTO far VALUES (1, '10000-01-01', '12000-06-01 10:00', '11000-01-01 00:00+00'),"
+        " (2, '0044-03-15 BC', '0100-01-01 12:00 BC', '2024-01-01 00:00+00'), (3, '2024-05-01', NULL, NULL);\n")
+    suite(pytester, f"""
+        database: {{url: "{postgres_url}", setup: [far.sql]}}
+        cases:
+          - {{id: same_days, gold: "SELECT day FROM far ORDER BY id", predicted: "SELECT day FROM far ORDER BY id"}}
+          - {{id: same_times, gold: "SELECT at, atz FROM far", predicted: "SELECT at, atz FROM far ORDER BY id DESC"}}
+          - {{id: other_year, gold: "SELECT day FROM far WHERE id = 1", predicted: "SELECT DATE '9999-12-31'"}}
+          - {{id: other_bc, gold: "SELECT day FROM far WHERE id = 2", predicted: "SELECT DATE '0045-03-15 BC'"}}
+          - {{id: literal, gold: "SELECT day FROM far WHERE id = 1", predicted: "SELECT DATE '10000-01-01'"}}
+    """)
+    result, report = run(pytester)
+    verdicts = {c["id"]: c["outcome"] for c in report["cases"]}
+    assert verdicts == {"same_days": "passed", "same_times": "passed", "other_year": "missed",
+                        "other_bc": "missed", "literal": "passed"}, result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_a_failing_postgres_script_names_the_line_and_leaves_no_database(pytester, postgres_url):
     psycopg = require_module("psycopg")
     from sqlalchemy.engine import make_url

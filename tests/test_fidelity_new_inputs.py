@@ -89,6 +89,87 @@ def test_spider_exact_match_reads_number_literals_as_the_official_tokenizer(gold
     assert int(verdict.match) == official, verdict.reason
 
 
+# NLTK splits a period off the end of the text ("5." -> "5" "."), also before closing brackets and spaces,
+# never inside a quoted string; the official parser then fails on the "." unless it has stopped reading.
+# Any other period stays part of its word.
+G_AGE5 = "SELECT name FROM singer WHERE age > 5"
+G_LIMIT5 = "SELECT name FROM singer ORDER BY age LIMIT 5"
+FINAL_PERIOD = [
+    (G_AGE5, "SELECT name FROM singer WHERE age > 5.", 0),
+    (G_AGE5, "SELECT name FROM singer WHERE age > 5.   ", 0),
+    (G_AGE5, "SELECT name FROM singer WHERE age > 5.)", 0),
+    (G_AGE5, "SELECT name FROM singer WHERE age > 5. ) ) ", 0),
+    (G_AGE5, "SELECT name FROM singer WHERE age > 5.0.", 0),
+    (G_AGE5, "SELECT name FROM singer WHERE age > 5.;", 1),
+    (G_AGE5, "SELECT name FROM singer WHERE age > 5.0", 1),
+    (G_AGE5, "SELECT name FROM singer WHERE age > 5; SELECT 5.", 1),
+    (G_LIMIT5, "SELECT name FROM singer ORDER BY age LIMIT 5.", 1),
+    (G_LIMIT5, "SELECT name FROM singer ORDER BY age LIMIT 5. ) ", 1),
+    (G_LIMIT5, "SELECT name FROM singer ORDER BY age LIMIT 5.]", 1),
+    ("SELECT name FROM singer WHERE age IN (SELECT age FROM singer LIMIT 5)",
+     "SELECT name FROM singer WHERE age IN (SELECT age FROM singer LIMIT 5.)", 0),
+    ("SELECT name FROM singer WHERE age IN (SELECT age FROM singer WHERE age > 5)",
+     "SELECT name FROM singer WHERE age IN (SELECT age FROM singer WHERE age > 5.)", 0),
+    ("SELECT name FROM singer GROUP BY name", "SELECT name FROM singer GROUP BY name WHERE age > 5.", 1),
+    ("SELECT name FROM singer GROUP BY name HAVING count(*) > 5",
+     "SELECT name FROM singer GROUP BY name HAVING count(*) > 5.", 0),
+    ("SELECT name FROM singer WHERE age BETWEEN 1 AND 5", "SELECT name FROM singer WHERE age BETWEEN 1 AND 5.", 0),
+    ("SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age.", 1),
+    ("SELECT name FROM singer WHERE name = 'Mr.'", "SELECT name FROM singer WHERE name = 'Mr.'", 1),
+    ("SELECT name FROM singer WHERE name = 'Mr.'", 'SELECT name FROM singer WHERE name = "Mr."  ', 1),
+    # not the final period: it stays glued to its word ("desc.", "age.", "t1."), which the parser does not know
+    ("SELECT name FROM singer ORDER BY age DESC", "SELECT name FROM singer ORDER BY age DESC.;", 0),
+    ("SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age ASC.;", 1),
+    ("SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age DESC. LIMIT 1", 1),
+    ("SELECT name FROM singer ORDER BY age DESC LIMIT 1", "SELECT name FROM singer ORDER BY age DESC. LIMIT 1", 0),
+    (G_AGE5, "SELECT name FROM singer WHERE age. > 5", 0),
+    (G_AGE5, "SELECT name. FROM singer WHERE age > 5", 0),
+    ("SELECT T1.name FROM singer AS T1 WHERE T1.age > 5", "SELECT T1. name FROM singer AS T1 WHERE T1.age > 5", 0),
+    (G_AGE5, "SELECT name FROM singer. WHERE age > 5", 0),
+    ("SELECT name FROM singer GROUP BY name", "SELECT name FROM singer GROUP BY name.;", 0),
+    ("SELECT name FROM singer WHERE age IN (SELECT age FROM singer ORDER BY age DESC)",
+     "SELECT name FROM singer WHERE age IN (SELECT age FROM singer ORDER BY age DESC.)", 0),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "official"), FINAL_PERIOD)
+def test_spider_exact_match_splits_the_final_period_as_nltk(gold, pred, official):
+    verdict = exact_match(gold, pred, CONCERT_SINGER, profile="spider")
+    assert int(verdict.match) == official, verdict.reason
+
+
+# Junk after a parenthesised query at the top (the official parse_sql returns at its ")"), and the cuts the
+# junk reading may make: never inside one NLTK word, except the LIMIT value's (skipped whole, whatever it is).
+G_UNION = "SELECT name FROM singer WHERE age > 20 UNION SELECT name FROM singer WHERE age < 10"
+P_UNION = "SELECT name FROM singer WHERE age > 20 UNION (SELECT name FROM singer WHERE age < 10)"
+JUNK_AFTER_BLOCKS = [
+    (G_UNION, P_UNION + " /* c */", 1),
+    (G_UNION, P_UNION + " -- note", 1),
+    (G_UNION, P_UNION + " answer", 1),
+    (G_UNION, P_UNION + " ```", 1),
+    (G_UNION, P_UNION + " /* order by */", 1),
+    ("SELECT name FROM singer", "(SELECT name FROM singer) -- c", 1),
+    ("SELECT name FROM singer", "(SELECT name FROM singer) extra words", 1),
+    (G_LIMIT5, "SELECT name FROM singer ORDER BY age LIMIT 3answer", 1),
+    (G_LIMIT5, "SELECT name FROM singer ORDER BY age LIMIT 3 answer", 1),
+    ("SELECT name FROM singer GROUP BY name", "SELECT name FROM singer GROUP BY name..", 1),  # ".." a word of its own
+    ("SELECT name FROM singer GROUP BY name", "SELECT name FROM singer GROUP BY name... ", 1),
+    ("SELECT name FROM singer ORDER BY age", "SELECT name FROM singer ORDER BY age..", 1),
+    (G_LIMIT5, "SELECT name FROM singer ORDER BY age LIMIT 5..", 1),
+    ("SELECT name FROM singer GROUP BY name", "SELECT name FROM singer GROUP BY name.x", 0),
+    ("SELECT name FROM singer WHERE age IN (SELECT age FROM singer)",
+     "SELECT name FROM singer WHERE age IN (SELECT age FROM singer) -- c", 0),
+    ("SELECT T2.name FROM singer_in_concert AS T1 JOIN singer AS T2 ON T1.singer_id = T2.singer_id",
+     "select singer.name from singer_in_concert join singer on singer_in_concert.singer_id = singer.singer_id.0.", 0),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "official"), JUNK_AFTER_BLOCKS)
+def test_spider_exact_match_on_junk_after_a_parenthesised_query_and_inside_words(gold, pred, official):
+    verdict = exact_match(gold, pred, CONCERT_SINGER, profile="spider")
+    assert int(verdict.match) == official, verdict.reason
+
+
 # Students of student_transcripts_tracking (only the columns used; both address columns are foreign keys to
 # Addresses.address_id, so the official foreign-key map merges them)
 STUDENTS = Schema.from_dict(

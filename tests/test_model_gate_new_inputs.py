@@ -12,6 +12,7 @@ import pytest
 from chat_server import Malformed, Status, chat_fixture
 from conftest import make_sqlite, require_module
 from deploygate_support import literal_brackets
+from model_support import by_id, run, shop_fixture
 
 openai = require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
 # pytester's in-process runs forget the modules first imported inside them. The SDK's HTTP stack is imported when a
@@ -23,31 +24,13 @@ NAMES = "SELECT name FROM shops"
 
 
 chat = chat_fixture()
-
-
-@pytest.fixture
-def shop(pytester: pytest.Pytester) -> pytest.Pytester:
-    make_sqlite(pytester.path / "shop.sqlite")
-    return pytester
-
-
-def run(pytester: pytest.Pytester, *args: str, report: str = "report.json"):
-    path = pytester.path / report
-    if path.exists():
-        path.unlink()
-    runner = pytester.runpytest_subprocess if "-n" in args else pytester.runpytest
-    result = runner("--sqleval", f"--sqleval-json={path}", "-p", "no:cacheprovider", *args)
-    return result, (json.loads(path.read_text()) if path.exists() else None)
+shop = shop_fixture()
 
 
 def model_suite(ids, model: str = "{name: test-model, retries: 0}", gold: str = NAMES, extra: str = "") -> str:
     """A suite whose case `k` asks the question `<K> ...` (the chat server's script keys)."""
     cases = "".join(f"  - {{id: {k}, question: '{k.upper()} which shops?', gold: {gold}}}\n" for k in ids)
     return f"suite: s\ndatabase: shop.sqlite\nmodel: {model}\n{extra}cases:\n{cases}"
-
-
-def by_id(report) -> dict:
-    return {c["id"]: c for c in report["cases"]}
 
 
 # --------------------------------------------------------------------------- SQL extraction, as models reply

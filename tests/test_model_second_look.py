@@ -14,6 +14,7 @@ import pytest
 
 from chat_server import Malformed, Status, chat_fixture
 from conftest import make_sqlite, require_module
+from model_support import by_id, run, shop_fixture
 
 openai = require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
 # Build one SDK client at collection (see test_model_gate_new_inputs.py: pytester's in-process runs forget modules
@@ -24,25 +25,7 @@ NAMES = "SELECT name FROM shops"
 
 
 chat = chat_fixture()
-
-
-@pytest.fixture
-def shop(pytester: pytest.Pytester) -> pytest.Pytester:
-    make_sqlite(pytester.path / "shop.sqlite")
-    return pytester
-
-
-def run(pytester: pytest.Pytester, *args: str, report: str = "report.json"):
-    path = pytester.path / report
-    if path.exists():
-        path.unlink()
-    runner = pytester.runpytest_subprocess if "-n" in args else pytester.runpytest
-    result = runner("--sqleval", f"--sqleval-json={path}", "-p", "no:cacheprovider", *args)
-    return result, (json.loads(path.read_text()) if path.exists() else None)
-
-
-def by_id(report) -> dict:
-    return {c["id"]: c for c in report["cases"]}
+shop = shop_fixture()
 
 
 # --------------------------------------------------------------------------- the schema the model is shown

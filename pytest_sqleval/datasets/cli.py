@@ -127,6 +127,8 @@ def add_generate(subparsers) -> None:
     parser.add_argument("--model-url", help="OpenAI-compatible base URL (default $OPENAI_BASE_URL)")
     parser.add_argument("--model-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
     parser.add_argument("--temperature", type=float, default=1.0, help="for writing SQL (default 1.0; the MRO paper used 1.5)")
+    parser.add_argument("--seed", type=int, default=None, metavar="N",
+                        help="sent as the request's `seed` (with the same replies, a rerun writes the same files)")
     parser.add_argument("--cache", default=".sqleval_cache", metavar="DIR", help="response cache (default .sqleval_cache)")
     parser.add_argument("--cache-mode", default="use", choices=("use", "refresh", "off", "only"))
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per query (default 10)")
@@ -147,7 +149,7 @@ def generate_command(args: argparse.Namespace) -> int:
         options = GenerateOptions.from_text(
             count=args.count, mix=args.mix, batch=args.batch, sample_rows=args.sample_rows,
             max_result_rows=args.max_result_rows, paraphrases=args.paraphrases, check=args.check,
-            temperature=args.temperature, timeout=args.timeout)
+            temperature=args.temperature, timeout=args.timeout, seed=args.seed)
         report = generate_suite(args.database, args.output, options=options, model=model, url=args.model_url,
                                 key_env=args.model_key_env, cache_dir=args.cache, cache_mode=args.cache_mode,
                                 report_path=args.report)

@@ -56,6 +56,7 @@ class GenerateOptions:
     check: bool = False
     temperature: float = 1.0
     timeout: float = 10.0
+    seed: int | None = None  # the requests' `seed`; the pipeline itself makes no random choice
 
     @classmethod
     def from_text(cls, *, mix: str | None, **values: Any) -> GenerateOptions:
@@ -65,6 +66,11 @@ class GenerateOptions:
         for name in ("sample_rows", "paraphrases"):
             if values.get(name) is not None and values[name] < 0:
                 raise GenerateError(f"--{name.replace('_', '-')} cannot be negative ({values[name]})")
+        temperature, timeout = values.get("temperature"), values.get("timeout")
+        if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
+            raise GenerateError(f"--temperature must be a finite number from 0, not {temperature}")
+        if timeout is not None and not (math.isfinite(timeout) and 0 < timeout <= 86400):
+            raise GenerateError(f"--timeout must be a finite number of seconds > 0 and <= 86400, not {timeout}")
         return cls(mix=parse_mix(mix) if mix else dict(DEFAULT_MIX), **values)
 
 
@@ -146,12 +152,12 @@ class Model:
     """The model-in-the-loop client and response cache, counting calls and cache hits."""
 
     def __init__(self, name: str, url: str | None, key_env: str | None, *, timeout: float,
-                 cache_dir: str | Path | None, cache_mode: str) -> None:
+                 cache_dir: str | Path | None, cache_mode: str, seed: int | None = None) -> None:
         from ..model.cache import ResponseCache
         from ..model.client import ModelCallError, client_for
         from ..model.config import ModelConfig
 
-        self.config = ModelConfig(name=name, url=url, key_env=key_env, timeout=max(timeout, 30.0))
+        self.config = ModelConfig(name=name, url=url, key_env=key_env, timeout=max(timeout, 30.0), seed=seed)
         self.cache = ResponseCache(cache_dir or ".sqleval_cache", cache_mode if cache_dir else "off")
         self._error = ModelCallError
         self._client_for = client_for
@@ -254,7 +260,7 @@ class GenerationReport:
         return {name: counts[name] for name in FILTERS}
 
     def as_json(self) -> dict[str, Any]:
-        from .stats import query_facts
+        from .stats import CLAUSES, query_facts
 
         return {
             "format": FORMAT,
@@ -269,7 +275,8 @@ class GenerationReport:
             "dropped": self.dropped(),
             "drops": [asdict(d) for d in self.drops],
             "difficulty": dict(Counter(k.difficulty or "unclassified" for k in self.kept)),
-            "clauses": dict(Counter(c for k in self.kept for c in query_facts(k.sql).clauses)),
+            "clauses": {c: n for c, n in sorted(Counter(c for k in self.kept for c in query_facts(k.sql).clauses).items(),
+                                                key=lambda item: CLAUSES.index(item[0]))},  # not set order
             "model_calls": self.calls,
             "cache_hits": self.cache_hits,
         }
@@ -335,12 +342,20 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
 
     from ..errors import QueryError
     from ..execution.runner import run_query
+    from ..model.extract import extract_sql, looks_like_sql
     from .stats import query_facts
 
     kept = list(kept or [])
     drops: list[Drop] = []
     for sql, reasoning in candidates:
-        sql = (sql or "").strip().rstrip(";").strip()
+        sql = (sql or "").strip()
+        if sql and not looks_like_sql(sql):  # a fence or prose around the query: read it out as a prediction's
+            found = extract_sql(sql)
+            if found.sql is None:
+                drops.append(Drop("unparsable", sql, found.message or "no SQL"))
+                continue
+            sql = found.sql
+        sql = sql.rstrip(";").strip()
         try:
             trees = [t for t in sqlglot.parse(sql, read=dialect)
                      if t is not None and not isinstance(t, sqlglot.exp.Semicolon)] if sql else []
@@ -398,6 +413,7 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
     """Run the pipeline, write the suite and its report (``<output stem>.report.json`` by default)."""
     from ..execution.backends import read_schema
     from ..execution.runner import sqlglot_dialect
+    from ..loader import _stem
     from ..metrics.hardness import difficulty_label
     from ..model.schema_text import render_schema, sample_rows, tables_from_engine
     from ..secrets import expand_env, mask_url, register_url_secrets
@@ -421,8 +437,9 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
         rows = sample_rows(engine, tables, options.sample_rows, dialect=dialect, timeout=options.timeout)
         schema_text = render_schema(tables, "ddl", dialect=dialect, rows=rows)
         plain_schema = render_schema(tables, "ddl", dialect=dialect)
-        llm = Model(model, url, key_env, timeout=options.timeout, cache_dir=cache_dir, cache_mode=cache_mode)
-        name = output.name.split(".")[0] or "generated"
+        llm = Model(model, url, key_env, timeout=options.timeout, cache_dir=cache_dir, cache_mode=cache_mode,
+                    seed=options.seed)
+        name = _stem(output) or "generated"  # the loader's default name for the file
         report = GenerationReport(model, shown, str(output), {k: v for k, v in asdict(options).items()})
 
         # 1-2: SQL first, then the execution filters
@@ -472,8 +489,11 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                 continue
             item.question = " ".join(question.split())
             if options.paraphrases and isinstance(data, dict) and isinstance(data.get("paraphrases"), list):
-                item.paraphrases = [" ".join(p.split()) for p in data["paraphrases"]
-                                    if isinstance(p, str) and p.strip()][:options.paraphrases]
+                seen = {item.question.casefold()}  # a paraphrase repeating the question or another is no new case
+                for text in (" ".join(p.split()) for p in data["paraphrases"] if isinstance(p, str) and p.strip()):
+                    if text.casefold() not in seen and len(item.paraphrases) < options.paraphrases:
+                        seen.add(text.casefold())
+                        item.paraphrases.append(text)
             with_questions.append(item)
 
         # 4: optional agreement check

@@ -231,13 +231,14 @@ class QuerySandbox:
     def run(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
             rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
             max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None,
-            cut_statement: bool = False) -> QueryResult:
+            cut_statement: bool = False, strict_text: bool = False) -> QueryResult:
         """Run a query in the query process; ``cut_statement``: the query process first keeps only the statement
         the official evaluator runs (:func:`.runner.official_statement`, for ``rewrite`` ``official_distinct`` or
         ``sqlite3_statement``); without it the text is sent already cut."""
         request = _request(target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect,
                            rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
-                           engine_dialect=engine_dialect, cut_statement=cut_statement)
+                           engine_dialect=engine_dialect, cut_statement=cut_statement,
+                           strict_text=strict_text)
         with self._lock:
             sent = self._claim_pending(request)  # sent earlier by submit(): the query process has been working on it
             answer = self._await(sent if sent is not None else self._send(request))
@@ -246,7 +247,7 @@ class QuerySandbox:
     def submit(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
                rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
                max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None,
-               cut_statement: bool = False) -> None:
+               cut_statement: bool = False, strict_text: bool = False) -> None:
         """Send a query now; the :meth:`run` with the same arguments collects its answer.
 
         So the query process guards and runs a case's prediction while this process does other work for the
@@ -254,7 +255,8 @@ class QuerySandbox:
         the send, and a query that does not yield is killed at ``timeout + KILL_GRACE`` as always."""
         request = _request(target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect,
                            rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
-                           engine_dialect=engine_dialect, cut_statement=cut_statement)
+                           engine_dialect=engine_dialect, cut_statement=cut_statement,
+                           strict_text=strict_text)
         with self._lock:
             sent = self._claim_pending(request)
             if sent is not None:
@@ -329,11 +331,12 @@ class _Sent:
 
 def _request(target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
              rewrite: str | None, allow_functions: frozenset[str], role: str | None, max_memory: int | None,
-             engine_dialect: str | None, cut_statement: bool = False) -> dict[str, Any]:
+             engine_dialect: str | None, cut_statement: bool = False, strict_text: bool = False) -> dict[str, Any]:
     return {
         "target": target, "sql": sql, "timeout": timeout, "max_rows": max_rows, "untrusted": untrusted,
         "dialect": dialect, "rewrite": rewrite, "allow_functions": frozenset(allow_functions), "role": role,
         "max_memory": max_memory, "engine_dialect": engine_dialect, "cut_statement": cut_statement,
+        "strict_text": strict_text,
     }
 
 
@@ -378,8 +381,8 @@ def _killed_message(timeout: float) -> str:
 def _result(answer: Any) -> QueryResult:
     status = answer[0]
     if status == "ok":
-        columns, rows = answer[1]
-        return QueryResult(columns=tuple(columns), rows=rows)
+        payload = answer[1]  # (columns, rows[, seconds executing]): no statement ran -> no time
+        return QueryResult(columns=tuple(payload[0]), rows=payload[1], elapsed=payload[2] if len(payload) > 2 else None)
     if status == "database":
         raise DatabaseError(answer[1])
     raise QueryError(answer[1], answer[2])

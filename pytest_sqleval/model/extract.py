@@ -5,6 +5,9 @@ Modes (suite key ``extract:``):
 - ``auto`` (default): the last fenced code block (```` ```sql ... ``` ````; an unclosed final fence counts);
   else a leading label (``SQL:``, ``Query:``, ``Answer:``) removed; else leading prose lines removed up to the
   first line that starts a SQL statement (and trailing prose after a blank line dropped); else the text.
+  A leading ``<think>...</think>`` block (a reasoning model's drafts) is skipped in ``auto`` and ``fenced``.
+  An answer that would have no SQL is read once more (steps ``json`` and ``inline``): a JSON object's ``sql``
+  string, else the last inline code span that sqlglot parses as one query.
 - ``fenced``: the last fenced block, and a miss when there is none.
 - ``raw``: the text as it came.
 
@@ -35,7 +38,13 @@ _NOT_A_START = {"VAR", "IDENTIFIER", "UNKNOWN", "STRING", "NUMBER", "NATIONAL_ST
                 "IN", "ON", "BY", "TO", "IF", "ALL", "ANY", "SOME", "NULL", "TRUE", "FALSE", "CASE", "END", "THEN", "ELSE",
                 "WHEN", "FOR", "OF", "WITHIN_GROUP", "INTO", "AT_TIME_ZONE", "LIKE", "BETWEEN", "ASC", "DESC"}
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE = re.compile(r"(```|~~~)[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:\1|\Z)", re.DOTALL)
+#: An inline code span (CommonMark: a run of backticks, then the same run); its content is tried as a query.
+_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+#: A reasoning model's thinking at the start of its answer (DeepSeek-R1, Qwen3 served by vLLM or Ollama).
+_THINK = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?(</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+#: The keys of a JSON answer that hold its SQL (compared in lower case).
+JSON_SQL_KEYS = ("sql", "query", "sql_query")
 _INTRO_LABEL = re.compile(r"\A[A-Za-z]+:(?!:)")
 _LABEL = re.compile(r"\A\s*(?:sql(?:\s+query)?|query|answer|final\s+answer)\s*:\s*", re.IGNORECASE)
 PREVIEW = 80
@@ -47,7 +56,7 @@ class Extraction:
 
     sql: str | None
     mode: str
-    step: str  # fenced | label | prose | text | none
+    step: str  # fenced | label | prose | text | json | inline | none
     error_kind: str | None = None
     message: str | None = None
 
@@ -67,6 +76,11 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
         return Extraction(None, mode, "none", "no_prediction", "the model returned an empty answer")
     if mode == "raw":
         return _checked(text.strip(), text, mode, "text")
+    thought = _THINK.match(text)  # a reasoning model's thinking first: its drafts are not the answer
+    if thought:
+        if not thought.group(2) or not text[thought.end():].strip():  # cut off while thinking, or nothing after
+            return Extraction(None, mode, "none", "no_sql", f"the model's answer contains no SQL: {preview(text)}")
+        text = text[thought.end():]
     fenced = last_fenced_block(text)
     if fenced is not None:
         return _checked(fenced, text, mode, "fenced")
@@ -90,14 +104,14 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     if colon and tail.strip() and not tail.startswith(":") and looks_like_sql(rest):
         return _checked(_trailing_prose_removed(rest), text, mode, "label")
     if introduced:
-        return Extraction(None, mode, "text", "no_sql", f"the model's answer contains no SQL: {preview(text)}")
+        return _no_sql(text, mode, "text")
     return _checked(stripped, text, mode, "text")
 
 
 def last_fenced_block(text: str) -> str | None:
     """The last SQL-tagged (or untagged) fenced block; else the last fenced block of any language; else None.
     Among them, the last one that starts like SQL wins (not an untagged block of example output after the query)."""
-    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
+    blocks = [(m.group(2).lower(), m.group(3)) for m in _FENCE.finditer(text)]
     blocks = [(tag, body.strip()) for tag, body in blocks if body.strip()]
     if not blocks:
         return None
@@ -131,7 +145,29 @@ def _trailing_prose_removed(sql: str) -> str:
         if not looks_like_sql(paragraph.strip()) and not _continues_sql(paragraph):
             break
         kept.append(paragraph)
-    return "\n\n".join(kept).strip()
+    return _explanation_removed("\n\n".join(kept).strip())
+
+
+def _explanation_removed(sql: str) -> str:
+    """Drop an explanation on the lines right after the statement (``This query counts ...``, ``Note: ...``): from
+    the first later line that opens with a plain word and ends like a sentence (``.`` or ``:``), when sqlglot
+    parses the text before it but not the whole (a sentence inside a comment or a string stays)."""
+    lines = sql.split("\n")
+    cut = next((n for n in range(1, len(lines)) if lines[n].rstrip().endswith((".", ":"))
+                and not lines[n].rstrip().endswith("::") and _first_token_type(lines[n].strip()) == "VAR"), None)
+    if cut is None or _parses(sql):
+        return sql
+    head = "\n".join(lines[:cut]).rstrip()
+    return head if _parses(head) else sql
+
+
+def _parses(sql: str) -> bool:
+    from ..sql.limits import parse_bounded
+
+    try:
+        return any(tree is not None for tree in parse_bounded(sql, ""))
+    except Exception:  # noqa: BLE001 - sqlglot's errors, or beyond the parse limits
+        return False
 
 
 def _continues_sql(paragraph: str) -> bool:
@@ -144,8 +180,58 @@ def _checked(sql: str, raw: str, mode: str, step: str) -> Extraction:
     if not sql:
         return Extraction(None, mode, step, "no_prediction", "the model's answer has an empty code block")
     if not looks_like_sql(sql):
-        return Extraction(None, mode, step, "no_sql", f"the model's answer contains no SQL: {preview(raw)}")
+        return _no_sql(raw, mode, step)
     return Extraction(sql, mode, step)
+
+
+def _no_sql(raw: str, mode: str, step: str) -> Extraction:
+    """A ``no_sql`` miss, unless (in ``auto`` mode) the answer is JSON with a SQL key or holds an inline code span
+    that sqlglot parses as one query: tried only here, so an answer that is SQL is never read this way."""
+    if mode == "auto":
+        for rescue, name in ((_json_sql, "json"), (_inline_query, "inline")):
+            sql = rescue(raw)
+            if sql:
+                return Extraction(sql, mode, name)
+    return Extraction(None, mode, step, "no_sql", f"the model's answer contains no SQL: {preview(raw)}")
+
+
+def _json_sql(text: str) -> str | None:
+    """``{"sql": "SELECT ..."}`` (also ``query``/``sql_query``, any case), alone, after prose or in a fenced block."""
+    import json
+
+    bodies = [m.group(3) for m in _FENCE.finditer(text)][::-1]
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        bodies.append(text[start:end + 1])
+    for body in bodies:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if str(key).lower() in JSON_SQL_KEYS and isinstance(value, str) and looks_like_sql(value.strip()):
+                    return value.strip()
+    return None
+
+
+def _inline_query(text: str) -> str | None:
+    """The last inline code span (`` `SELECT ...` ``, ``` ``SELECT ...`` ```) that sqlglot parses as one query."""
+    from sqlglot import exp
+
+    from ..sql.limits import parse_bounded
+
+    for match in reversed(list(_SPAN.finditer(text))):
+        span = match.group(2).strip()
+        if not looks_like_sql(span):
+            continue
+        try:
+            trees = [t for t in parse_bounded(span, "") if t is not None]
+        except Exception:  # noqa: BLE001 - sqlglot's errors, or a span beyond the parse limits: not a query
+            continue
+        if len(trees) == 1 and isinstance(trees[0], exp.Query) and trees[0].selects:
+            return span
+    return None
 
 
 def looks_like_sql(text: str) -> bool:

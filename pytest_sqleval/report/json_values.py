@@ -29,6 +29,12 @@ def json_primitive(value: Any) -> Any:
         return [json_primitive(v) for v in value]
     if isinstance(value, dict):
         return {_json_key(k): json_primitive(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):  # as a YAML !!set is read (loader._plain): a list in a stable order
+        try:
+            members = sorted(value)
+        except TypeError:
+            members = sorted(value, key=repr)
+        return [json_primitive(v) for v in members]
     import json
 
     if isinstance(value, float) and value - value != 0.0:  # a float subclass (numpy.float64) that is not finite
@@ -41,4 +47,9 @@ def _json_key(key: Any) -> str:
 
     if isinstance(key, str):
         return str(key)
-    return json.loads(json.dumps({key: 0}, default=str)).popitem()[0] if key is not None else "null"
+    if key is None:
+        return "null"
+    try:
+        return json.loads(json.dumps({key: 0}, default=str)).popitem()[0]
+    except TypeError:  # a tuple or other key json.dumps refuses (its default= is not asked for keys)
+        return str(key)

@@ -47,6 +47,12 @@ def official_text(sql: str, dialect: str, mode: str) -> str | None:
     tokens = _tokens(sql, dialect)
     if tokens is None and mode == "official_distinct":
         tokens = _tokens_of_first_statement(sql, dialect)
+    elif tokens is None:
+        # SQLite reads an unterminated /* comment to the end of the text (Python's sqlite3 accepts one after the
+        # ';' too): closed, the text reads the same to SQLite, and sqlglot (the guard) can read it
+        closed = _tokens(sql + "*/", dialect)
+        if closed is not None and all(t.end < len(sql) for t in closed):
+            sql, tokens = sql + "*/", closed
     if tokens is None:
         return sql
     if mode == "official_distinct":
@@ -54,18 +60,40 @@ def official_text(sql: str, dialect: str, mode: str) -> str | None:
         statement = tokens if end is None else tokens[:end + 1]
         text = sql if end is None else sql[:tokens[end].end + 1]
     else:
-        end = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.SEMICOLON), None)
+        # SQLite skips empty statements (';') before the first statement; after that statement's ';' Python's
+        # sqlite3 accepts only white space and comments
+        start = next((i for i, t in enumerate(tokens) if t.token_type != TokenType.SEMICOLON), len(tokens))
+        end = next((i for i in range(start, len(tokens)) if tokens[i].token_type == TokenType.SEMICOLON), None)
         if end is not None and end + 1 < len(tokens):
             raise QueryError(
                 "rejected",
                 "You can only execute one statement at a time. (Python's sqlite3, which BIRD's evaluator uses, "
                 "runs one statement; this text has more after its ';')",
             )
-        statement = tokens if end is None else tokens[:end + 1]
+        statement = tokens[start:] if end is None else tokens[start:end + 1]
         text = sql
     if all(t.token_type == TokenType.SEMICOLON for t in statement):
+        if mode == "sqlite3":
+            _sqlite3_runs_nothing(sql)
         return None
     return text
+
+
+def _sqlite3_runs_nothing(sql: str) -> None:
+    """Raise QueryError where Python's sqlite3 refuses a text sqlglot reads as no statement (white space,
+    comments, ';'). SQLite's white space is ASCII only: a non-breaking space or a vertical tab is a token there
+    ("near " ": syntax error"), not nothing. Asked of sqlite3 itself, on a new in-memory database where an
+    authorizer denies every action; only texts without any statement come here."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.set_authorizer(lambda *_: sqlite3.SQLITE_DENY)
+        conn.execute(sql)
+    except (sqlite3.Error, sqlite3.Warning) as exc:
+        raise QueryError("syntax", f"{exc} (Python's sqlite3, which BIRD's evaluator uses, refuses this text)") from None
+    finally:
+        conn.close()
 
 
 #: At most this many ';' characters are tried when the whole text does not tokenize.

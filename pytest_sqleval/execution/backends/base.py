@@ -64,6 +64,9 @@ class Limits:
     max_rows: int
     role: str | None = None
     timeout_label: float | None = None
+    #: Text that is not valid UTF-8 is an error, as in Python's sqlite3 (the `bird` profile: BIRD scores it 0);
+    #: otherwise each bad byte reads as U+FFFD.
+    strict_text: bool = False
 
     @property
     def label(self) -> float:

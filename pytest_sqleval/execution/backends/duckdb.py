@@ -4,6 +4,7 @@ their single-row inserts merged (:mod:`.insert_merge`)."""
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,8 @@ class DuckDBBackend(Backend):
             return registered
         url = engine.url
         if url.database and url.database != ":memory:":
+            if ":" not in url.database and not os.path.isabs(url.database):  # the query process has its own cwd
+                url = url.set(database=os.path.abspath(url.database))
             return ("duckdb", url.render_as_string(hide_password=False))
         return None
 
@@ -148,6 +151,10 @@ def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None):
         raise
     except Exception as exc:  # noqa: BLE001 - driver errors vary; report them plainly
         hint = f" ({memory_message()})" if "out of memory" in first_line(exc).lower() else ""
+        if "could not set lock" in first_line(exc).lower():
+            hint = (" (a read-write connection holds the file, perhaps an engine of your own in this process, and "
+                    "DuckDB lets no other process open it meanwhile: close or dispose of it (engine.dispose()), or "
+                    "open the file read-only with sqleval_engine_factory(path))")
         raise DatabaseError(f"cannot open DuckDB database {hide_password(url)}: {first_line(exc)}{hint}") from None
     return register_target(engine, ("duckdb", url))
 

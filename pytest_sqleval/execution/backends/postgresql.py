@@ -69,8 +69,9 @@ class PostgreSQLBackend(Backend):
         """A read-only transaction, always rolled back; a server-side cursor fetches at most cap + 1 rows.
 
         ``limits.role``: the plugin's SELECT-only role of a database it built, taken with SET LOCAL ROLE.
-        A result with an ``infinity`` date or timestamp (which psycopg cannot load) is fetched again with
-        :func:`register_infinity_loaders` (only then: those loaders are slower than psycopg's own).
+        A result with a date or timestamp Python cannot represent (``infinity``, a year past 9999 or before 1),
+        which psycopg cannot load, is fetched again with :func:`register_infinity_loaders` (only then: those
+        loaders are slower than psycopg's own).
         """
         import psycopg
         from psycopg import sql as pgsql
@@ -93,9 +94,9 @@ class PostgreSQLBackend(Backend):
                 rows = cursor.fetchmany(limits.max_rows + 1)
                 columns = tuple(d.name for d in cursor.description or ())
         except psycopg.DataError as exc:
-            if _infinity or "infinity" not in str(exc):
+            if _infinity or not _out_of_python_range(exc):
                 raise self.classify(exc, limits=limits) from None
-            rows = None  # psycopg could not load an infinity date: fetch again, with loaders that can
+            rows = None  # psycopg could not load a date: fetch again, with loaders that can
         except psycopg.Error as exc:
             raise self.classify(exc, limits=limits) from None
         finally:
@@ -156,10 +157,17 @@ def postgres_engine(url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOU
     return register_target(engine, ("postgresql", url))
 
 
+def _out_of_python_range(exc: BaseException) -> bool:
+    """psycopg's error for a date or timestamp outside Python's years 1-9999 (``infinity`` included)."""
+    message = str(exc)
+    return "infinity" in message or "after year 10K" in message or "before year 1" in message
+
+
 def register_infinity_loaders(context) -> None:
     """Load PostgreSQL's ``infinity``/``-infinity`` dates and timestamps (which Python cannot represent) as the
-    largest/smallest ``date``/``datetime``, as psycopg's documentation suggests, so a result holding them
-    compares instead of failing (``context``: a psycopg connection or cursor)."""
+    largest/smallest ``date``/``datetime``, as psycopg's documentation suggests, and one of a year Python
+    cannot hold (past 9999, or BC) as PostgreSQL's text (``'10000-01-01'``, ``'0044-03-15 BC'``), so a result
+    holding them compares instead of failing (``context``: a psycopg connection or cursor)."""
     for pg_type, loader in _infinity_loaders().items():
         context.adapters.register_loader(pg_type, loader)
 
@@ -190,7 +198,7 @@ def _infinity_loaders() -> dict[str, Any]:
                         return _high
                     if text == b"-infinity":
                         return _low
-                    raise
+                    return text.decode()  # a year Python cannot hold: PostgreSQL's text, on both sides
 
             _INFINITY_LOADERS[pg_type] = type(f"Infinity{base.__name__}", (base,), {"load": load})
     return _INFINITY_LOADERS

@@ -61,6 +61,8 @@ class SQLiteBackend(Backend):
     def run(self, conn: Any, sql: str, limits: Limits) -> QueryResult:
         deadline = time.monotonic() + limits.timeout
         conn.set_progress_handler(lambda: time.monotonic() > deadline, SQLITE_PROGRESS_STEPS)
+        if limits.strict_text:
+            conn.text_factory = str  # "Could not decode to UTF-8 column ...", as BIRD's sqlite3 says
         try:
             cursor = conn.cursor()
             try:
@@ -74,6 +76,8 @@ class SQLiteBackend(Backend):
             cursor.close()
         finally:
             conn.set_progress_handler(None, 0)
+            if limits.strict_text:
+                conn.text_factory = _decode_text
         return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
 
     def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
@@ -135,7 +139,7 @@ def sqlite_engine(path: Path):
     uri = sqlite_read_only_uri(path)
 
     def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=_PlainSQLiteConnection)
         harden_sqlite(conn)
         return conn
 
@@ -186,6 +190,18 @@ def _non_empty(path: Path) -> bool:
         return path.stat().st_size > 0
     except OSError:
         return False
+
+
+class _PlainSQLiteConnection(sqlite3.Connection):
+    """A connection with SQLite's own functions only. SQLAlchemy's SQLite dialect registers ``regexp()`` and
+    ``floor()`` (Python's ``math.floor``) on every connection it gets; plain sqlite3, which the official
+    evaluators use, has no REGEXP, and SQLite's own floor() returns REAL and NULL for NULL or text, where
+    SQLAlchemy's returns an int and fails on NULL ("user-defined function raised exception")."""
+
+    def create_function(self, name, narg, func, *args, **kwargs):  # noqa: ANN001 - sqlite3's own signature
+        if (name.lower(), narg) in (("regexp", 2), ("floor", 1)):
+            return None
+        return super().create_function(name, narg, func, *args, **kwargs)
 
 
 def harden_sqlite(conn: sqlite3.Connection) -> None:

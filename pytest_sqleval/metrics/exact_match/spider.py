@@ -47,7 +47,7 @@ from .parsing import SqlParseError
 from .spider_normalise import normalise_spider_sql
 from .spider_sql import OutsideGrammar, SpiderRead, SpiderSQL, empty_spider_sql, read_spider_sql
 from .spider_tail import OfficialReading, junk_free_prefix, official_reading
-from .spider_text import apply_value_placeholder
+from .spider_text import apply_value_placeholder, mark_periods_in_words, split_final_period
 from .verdict import (
     ExactMatchVerdict,
     GoldOutsideGrammar,
@@ -71,6 +71,7 @@ def spider_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: Ex
         else:
             if options.value_placeholder:
                 pred_sql = apply_value_placeholder(pred_sql)
+            pred_sql = mark_periods_in_words(split_final_period(pred_sql), dialect)
             # comments, junk after the query, a condition starting with NOT: what the official parser reads of it
             reading = official_reading(pred_sql, dialect)
             try:

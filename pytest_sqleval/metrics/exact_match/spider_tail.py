@@ -31,6 +31,7 @@ import sqlglot
 from sqlglot import Token, TokenType
 
 from ...sql.limits import parse_bounded, tokenize_bounded
+from .spider_text import NLTK_SEPARATORS
 
 _CLAUSES = {
     TokenType.SELECT: "select", TokenType.FROM: "from", TokenType.WHERE: "where", TokenType.GROUP_BY: "group",
@@ -38,7 +39,10 @@ _CLAUSES = {
     TokenType.UNION: "select", TokenType.INTERSECT: "select", TokenType.EXCEPT: "select",
 }
 #: Clauses the official parser leaves cleanly when junk follows them.
-_CLEAN_STOPS = frozenset({"limit", "group", "order"})  # (a JOIN's ON: see _column_value_last)
+_CLEAN_STOPS = frozenset({"limit", "group", "order", "block"})  # (a JOIN's ON: see _column_value_last)
+#: ``block``: the ``)`` closing a parenthesised query at the top (``... UNION (SELECT ...)``), after which the
+#: official ``parse_sql`` returns.
+_SET_OPERATORS = frozenset({TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT})
 _CONDITION_STARTS = frozenset({TokenType.WHERE, TokenType.HAVING, TokenType.AND, TokenType.OR, TokenType.ON})
 #: Tokens after which the prefix is incomplete (junk there fails in any clause).
 _DANGLING = frozenset({TokenType.COMMA, TokenType.DOT, TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE,
@@ -79,7 +83,7 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
         tokens, sql = _tokens_and_text(swallowed, dialect)
         if not tokens:
             return OfficialReading(sql)
-    depth, state, last = 0, None, None
+    depth, state, last, block = 0, None, None, False
     for i, token in enumerate(tokens):
         kind = token.token_type
         if i and _gap(sql, tokens[i - 1].end + 1, token.start):
@@ -89,11 +93,14 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
         if kind == TokenType.SEMICOLON and depth == 0:
             return OfficialReading(sql[:token.start])
         if kind == TokenType.L_PAREN:
+            block = block or _opens_block(tokens, i, depth)
             depth += 1
         elif kind == TokenType.R_PAREN:
             if depth == 0:
                 return OfficialReading(sql[:token.start])
             depth -= 1
+            if depth == 0 and block:
+                state, block = "block", False
         elif depth == 0 and kind in _CLAUSES:
             state = _CLAUSES[kind]
         last = token
@@ -110,12 +117,18 @@ def junk_free_prefix(sql: str, dialect: str, *, max_cut: int = 8) -> str | None:
     if not tokens:
         return None
     for cut in range(len(tokens) - 1, max(0, len(tokens) - 1 - max_cut), -1):
-        depth, state = 0, None
-        for token in tokens[:cut]:
+        limit_value = cut >= 2 and tokens[cut - 2].token_type == TokenType.LIMIT  # skipped whole, as any word
+        if not limit_value and not _word_boundary(text, tokens[cut - 1], tokens[cut]):
+            continue  # one word to NLTK (``d.y.0``): the official parser reads it whole, and fails
+        depth, state, block = 0, None, False
+        for i, token in enumerate(tokens[:cut]):
             if token.token_type == TokenType.L_PAREN:
+                block = block or _opens_block(tokens, i, depth)
                 depth += 1
             elif token.token_type == TokenType.R_PAREN:
                 depth -= 1
+                if depth == 0 and block:
+                    state, block = "block", False
             elif depth == 0 and token.token_type in _CLAUSES:
                 state = _CLAUSES[token.token_type]
         reading = _junk_at(text, tokens, cut, depth, state, tokens[cut - 1], "junk", at_end=True)
@@ -144,6 +157,8 @@ def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str |
         return OfficialReading(None, what)
     if state == "limit" and last.token_type != TokenType.NUMBER:
         return OfficialReading(None, what)
+    if state == "block" and last.token_type != TokenType.R_PAREN:
+        return OfficialReading(None, what)  # the junk starts right after the block's ")"
     start = tokens[index].start if index < len(tokens) else len(sql)
     junk_start = tokens[index - 1].end + 1
     if state == "order" and last.token_type not in (TokenType.ASC, TokenType.DESC):
@@ -152,6 +167,19 @@ def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str |
                                                                      TokenType.PLUS, TokenType.DASH)):
             return OfficialReading(None, what)  # read as arithmetic on the ORDER BY item
     return OfficialReading(sql[:junk_start])
+
+
+def _opens_block(tokens: list[Token], index: int, depth: int) -> bool:
+    """A top-level ``(`` that opens the query, or the query after a set operation."""
+    return depth == 0 and (index == 0 or tokens[index - 1].token_type in _SET_OPERATORS)
+
+
+def _word_boundary(sql: str, before: Token, after: Token) -> bool:
+    """Whether NLTK ends a word between two of sqlglot's tokens: space (or a comment) between them, a
+    character it always splits off on either side, or a run of periods (``..``) starting or ending there."""
+    return (after.start > before.end + 1 or sql[before.end] in NLTK_SEPARATORS
+            or sql[after.start] in NLTK_SEPARATORS
+            or sql[after.start : after.start + 2] == ".." or sql[max(before.end - 1, 0) : before.end + 1] == "..")
 
 
 def _column_value_last(tokens: list[Token], index: int) -> bool:
