@@ -29,7 +29,7 @@ from .stats import bootstrap_mean, mcnemar_exact, paired_share_interval, sign_fl
 SCHEMA = "sqleval-report/1"
 PAIR_KINDS = ("fixed", "regressed", "still_missed", "still_passed", "new", "removed")
 #: Options in the run metadata that change scores: a difference is worth a warning.
-SCORE_OPTIONS = ("timeout", "max_rows", "strict", "database_url")
+SCORE_OPTIONS = ("timeout", "max_rows", "strict", "max_memory", "database_url")
 
 
 def paired_metrics(registry: MetricRegistry | None = None) -> tuple[str, ...]:
@@ -120,7 +120,9 @@ def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mappi
                   for k in cur_by_key if k in base_by_key]
         paired = [(c, b) for c, b in values if c is not None and b is not None]
         if paired:
-            metrics[metric.name] = paired_statistics(metric.kind, paired)
+            stats = metrics[metric.name] = paired_statistics(metric.kind, paired)
+            if metric.direction == "lower" and "discordant" in stats:  # a lower-is-better rate: 0 -> 1 is worse
+                stats["discordant"] = {"better": stats["discordant"]["worse"], "worse": stats["discordant"]["better"]}
     entry: dict[str, Any] = {"pairs": pairs, "metrics": metrics,
                              "counts": {kind: len(ids) for kind, ids in pairs.items()}}
     if errors:
@@ -150,7 +152,8 @@ def paired_statistics(kind: str, paired: Sequence[tuple[float, float]]) -> dict[
 
 
 def file_warnings(current_run: Mapping[str, Any] | None, baseline_run: Mapping[str, Any] | None) -> list[str]:
-    """Suite, database or predictions files whose SHA-256 changed since the baseline; score options that differ."""
+    """Suite, database, setup or schema files whose SHA-256 changed since the baseline (not the predictions files:
+    a new model's predictions differ by design); score options that differ."""
     current_run = current_run or {}
     baseline_run = baseline_run or {}
     warnings: list[str] = []
@@ -158,7 +161,8 @@ def file_warnings(current_run: Mapping[str, Any] | None, baseline_run: Mapping[s
     if not base_files:
         warnings.append("the baseline has no file hashes (run metadata): cannot tell whether a suite or database changed")
     else:
-        for path in sorted(cur_files):
+        predictions = set(current_run.get("prediction_files") or ()) | set(baseline_run.get("prediction_files") or ())
+        for path in sorted(set(cur_files) - predictions):
             before, now = base_files.get(path), cur_files[path]
             if before is not None and before != now:
                 warnings.append(f"{path} changed since the baseline (sha256 {before[:12]} -> {now[:12]}): "

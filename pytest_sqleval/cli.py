@@ -83,6 +83,16 @@ def _load(path: str, role: str = "report") -> dict[str, Any]:
     except ReportError as exc:
         raise CommandError(str(exc)) from None
     adopt_definitions(report.get("metric_definitions") or {})  # a user's metrics, aggregated and gated again
+    if role == "report":  # its recorded gates are read again: one that cannot be is bad input, named, no traceback
+        from .deploygate import GateOptionError, GateOptions, suite_thresholds
+
+        try:
+            GateOptions.from_report(report)
+            for entry in report["suites"]:
+                suite_thresholds(entry)
+        except GateOptionError as exc:
+            raise CommandError(f"{path}: a gate recorded in the report cannot be read: {exc}\n"
+                               "  fix: pass the report as pytest --sqleval-json wrote it") from None
     return report
 
 
@@ -180,7 +190,15 @@ def add_gate(subparsers) -> None:
 
 
 def gate_command(args: argparse.Namespace) -> int:
-    from .deploygate import GateOptionError, GateOptions, parse_alpha, parse_baseline_rule, regate, threshold_argument
+    from .deploygate import (
+        GateOptionError,
+        GateOptions,
+        last_rule_wins,
+        parse_alpha,
+        parse_baseline_rule,
+        regate,
+        threshold_argument,
+    )
 
     report = _load(args.report)
     try:
@@ -188,7 +206,7 @@ def gate_command(args: argparse.Namespace) -> int:
         recorded = GateOptions.from_report(report)
         rules = recorded.fail_under_baseline
         if args.fail_under_baseline is not None:
-            rules = tuple(parse_baseline_rule(t) for t in args.fail_under_baseline)
+            rules = last_rule_wins([parse_baseline_rule(t) for t in args.fail_under_baseline])
         alpha = parse_alpha(args.alpha) if args.alpha is not None else recorded.alpha
         if args.max_regressed is not None and args.max_regressed < 0:
             raise GateOptionError(f"--max-regressed cannot be negative ({args.max_regressed})")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .errors import DatabaseError, GoldError, SuiteError
+from .errors import DatabaseError, GoldError, SuiteError, UserHookError
 from .fast_setup import FastSetup, item_setup, plan_for
 from .outcomes import (
     CaseErrored,
@@ -97,7 +97,13 @@ class SuiteFile(pytest.File):
 
 def _check_unique_name(suite: Suite, state) -> None:
     """Two files with one suite name would share `<suite>::<id>` predictions, baseline pairs and the overall
-    figures (their interactions merged): an error naming both files."""
+    figures (their interactions merged): an error naming both files. `overall` names the figure across suites (its
+    gates, `overall:METRIC` options and report blocks), so no suite may take it."""
+    if suite.name == "overall":
+        raise SuiteError(
+            "the suite name 'overall' is reserved for the figure across all suites (`overall:METRIC` thresholds and "
+            "baseline gates could not name this suite)", path=suite.path, line=1,
+            fix="give the suite another name with `suite: <name>` (the default name is the file's stem)")
     for other in state.suites.values():
         if other.name == suite.name and other.path != suite.path:
             raise SuiteError(
@@ -206,7 +212,7 @@ def _case_result(item, state, prepared, record: dict[str, Any]) -> None:
     except Exception as exc:  # noqa: BLE001 - one case never takes the run down
         from .hookspec import hook_failure
 
-        error = RuntimeError(hook_failure(hook, exc))
+        error = UserHookError(hook_failure(hook, exc))
         item.sqleval_record = errored_record(item, state, prepared, error)
         raise CaseErrored(item.sqleval_record, error) from exc
 
@@ -222,8 +228,16 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     context = ScoreContext(engines=engines, dialect=prepared.dialect, limits=limits, prepared=prepared,
                            evaluator=state.evaluator, database=database, prediction_error=chosen.query_error)
     record: dict[str, Any] = {}
-    item.config.hook.pytest_sqleval_score_case(case=item.case, suite=suite, prediction=item.prediction, record=record,
-                                               context=context, config=item.config)
+    hook = item.config.hook.pytest_sqleval_score_case
+    try:
+        hook(case=item.case, suite=suite, prediction=item.prediction, record=record, context=context,
+             config=item.config)
+    except Exception as exc:
+        from .hookspec import hook_failure, user_hook_raised
+
+        if user_hook_raised(hook, exc):  # the user's scoring raised: name it (ours: an internal error)
+            raise UserHookError(hook_failure(hook, exc)) from exc
+        raise
     checked = active_registry().user_case_metrics()
     if len(item.config.hook.pytest_sqleval_score_case.get_hookimpls()) > 1:  # a user's hook ran after the built-in
         checked = active_registry().case_metrics()  # scoring: it may have left a built-in a value no aggregate takes
@@ -245,16 +259,21 @@ def case_limits(state, suite: Suite) -> dict[str, Any]:
 
 def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
     """``--sqleval-check-gold``: findings on the gold instead of scoring the prediction."""
-    from .evaluate import base_record
+    from .evaluate import base_record, strict_text
     from .goldcheck import Finding, check_gold, findings_record
+    from .sql.rewrite import strip_distinct
 
     findings: list[Finding] = []
+    options = item.suite.execution
     golds = item.case.accepted_golds or (item.case.gold,)  # expected rows: their vacuity and size only
     for number, (gold, runs) in enumerate(zip(golds, (prepared.gold, *prepared.alternatives)), start=1):
+        # the stability re-run repeats what the first run executed (test-suite's DISTINCT stripping and decoding)
+        ran_sql = strip_distinct(gold, prepared.dialect) if gold and options.distinct == "strip" else gold
         for run, engine in zip(runs, engines):
             for finding in check_gold(gold, run.result, engine, dialect=prepared.dialect,
                                       timeout=state.timeout_for(item.suite), max_rows=state.max_rows_for(item.suite),
-                                      size_threshold=state.settings.gold_size):
+                                      size_threshold=state.settings.gold_size, ran_sql=ran_sql,
+                                      strict_text=strict_text(options)):
                 where = [f"gold #{number}"] if len(golds) > 1 else []
                 where += [run.database] if len(engines) > 1 else []
                 if where:

@@ -8,11 +8,13 @@ same way. The report keys are documented in docs/report-format.md.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .aggregate import aggregate_overall, aggregate_suite
 from .baseline import ReportError, compare_reports, normalise_case, paired_metrics
+from .registry import active_registry
 from .thresholds import OVERALL_PREFIX, Threshold, ThresholdError, merge, parse_assignment
 
 DEFAULT_ALPHA = 0.05
@@ -53,6 +55,16 @@ def parse_baseline_rule(text: str) -> BaselineRule:
         if not 0.0 <= tolerance <= 1.0:
             raise GateOptionError(f"tolerance of {target} is a drop between 0 and 1, not {tolerance_text}")
     return BaselineRule(metric=metric, tolerance=tolerance, scope=scope.strip() or None if colon else None)
+
+
+def last_rule_wins(rules: Sequence[BaselineRule]) -> tuple[BaselineRule, ...]:
+    """One rule per scope and metric, the last one given (as for --sqleval-threshold: the command line after
+    ``addopts``); two would be two contradicting gates of one name."""
+    chosen: dict[tuple[str | None, str], BaselineRule] = {}
+    for rule in rules:
+        chosen.pop((rule.scope, rule.metric), None)
+        chosen[(rule.scope, rule.metric)] = rule
+    return tuple(chosen.values())
 
 
 def parse_alpha(text: Any) -> float:
@@ -100,8 +112,11 @@ class GateOptions:
 
 
 def threshold_from_json(data: Mapping[str, Any]) -> Threshold:
-    bound = "min" if "min" in data else "max"
-    return Threshold(data["metric"], bound, float(data[bound]), data.get("source", "report"))
+    try:
+        bound = "min" if "min" in data else "max"
+        return Threshold(str(data["metric"]), bound, float(data[bound]), data.get("source", "report"))
+    except (KeyError, TypeError, ValueError):
+        raise GateOptionError(f"a threshold is not {{metric, min or max}}: {json.dumps(data)}") from None
 
 
 def suite_thresholds(entry: Mapping[str, Any]) -> list[Threshold]:
@@ -191,14 +206,17 @@ def _baseline_gates(comparison: Mapping[str, Any], rule: BaselineRule, alpha: fl
 
 def _missing(rule: BaselineRule, suite: str, why: str) -> dict[str, Any]:
     return {"name": f"{suite}::{rule.metric} vs baseline", "kind": "fail_under_baseline", "suite": suite,
-            "metric": rule.metric, "value": None, "limit": -rule.tolerance, "passed": False,
+            "metric": rule.metric, "value": None, "limit": 0.0 - rule.tolerance, "passed": False,
             "message": f"FAIL {rule.metric} vs baseline: {why}"}
 
 
 def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alpha: float) -> dict[str, Any]:
     delta, p = stats["delta"], stats["p_value"]
     lo, hi = stats["ci"]
-    drop = -delta
+    # "dropped" means got worse: for a metric where lower is better (a user's, registry direction) a rise is worse
+    definition = active_registry().get(rule.metric)
+    lower_is_better = definition is not None and definition.direction == "lower"
+    drop, dropped = (delta, "rose") if lower_is_better else (-delta, "dropped")
     evidence = f"(95% CI [{lo:.2f}, {hi:.2f}], p={format_p(p)}, {stats['n_pairs']} pairs)"
     label = rule.metric if suite != "overall" else f"overall:{rule.metric}"
     tolerance = f"{rule.tolerance:g}"
@@ -207,19 +225,20 @@ def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alp
     within = drop <= rule.tolerance + 1e-9
     if not within and significant:
         passed = False
-        message = (f"FAIL {label} dropped {drop:.4f} vs baseline {evidence}: "
+        message = (f"FAIL {label} {dropped} {drop:.4f} vs baseline {evidence}: "
                    f"more than the tolerance {tolerance} and significant at alpha {alpha:g}")
     elif drop <= 0:
         passed = True
         message = f"PASS {label} {'+' if delta > 0 else ''}{delta:.4f} vs baseline {evidence}"
     elif within:
         passed = True
-        message = f"PASS {label} dropped {drop:.4f} vs baseline {evidence}: within the tolerance {tolerance}"
+        message = f"PASS {label} {dropped} {drop:.4f} vs baseline {evidence}: within the tolerance {tolerance}"
     else:
         passed = True
-        message = f"PASS {label} dropped {drop:.4f} vs baseline {evidence}: not significant at alpha {alpha:g}"
+        message = f"PASS {label} {dropped} {drop:.4f} vs baseline {evidence}: not significant at alpha {alpha:g}"
+    limit = rule.tolerance if lower_is_better else 0.0 - rule.tolerance  # 0.0 - 0.0 is 0.0, not -0.0
     return {"name": f"{suite}::{rule.metric} vs baseline", "kind": "fail_under_baseline", "suite": suite,
-            "metric": rule.metric, "value": delta, "limit": -rule.tolerance, "p_value": p, "ci": [lo, hi],
+            "metric": rule.metric, "value": delta, "limit": limit, "p_value": p, "ci": [lo, hi],
             "alpha": alpha, "passed": passed, "message": message}
 
 
@@ -370,5 +389,5 @@ def threshold_argument(text: str) -> Threshold:
 
 
 __all__ = ["BaselineRule", "GateOptions", "GateOptionError", "MergeError", "complete_report", "evaluate_gates",
-           "gates_passed", "merge_reports", "parse_alpha", "parse_baseline_rule", "regate",
+           "gates_passed", "last_rule_wins", "merge_reports", "parse_alpha", "parse_baseline_rule", "regate",
            "threshold_argument"]

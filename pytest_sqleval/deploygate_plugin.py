@@ -66,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
-    from .deploygate import GateOptionError, GateOptions, parse_alpha, parse_baseline_rule
+    from .deploygate import GateOptionError, GateOptions, last_rule_wins, parse_alpha, parse_baseline_rule
     from .shard import ShardError, parse_shard
     from .thresholds import OVERALL_PREFIX, merge
 
@@ -90,7 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
     overall = merge([t for t in settings.cli_thresholds if t.metric.startswith(OVERALL_PREFIX)],
                     [t for t in settings.ini_thresholds if t.metric.startswith(OVERALL_PREFIX)])
     options = GateOptions(overall_thresholds=tuple(overall), max_regressed=max_regressed,
-                          fail_under_baseline=tuple(rules), alpha=alpha,
+                          fail_under_baseline=last_rule_wins(rules), alpha=alpha,
                           baseline=str(baseline_path) if baseline_path else None)
     if options.needs_baseline and baseline_path is None:
         raise pytest.UsageError("--sqleval-max-regressed and --sqleval-fail-under-baseline compare with a baseline: "
@@ -98,11 +98,15 @@ def pytest_configure(config: pytest.Config) -> None:
     deploy = DeployState(options=options, shard=shard, started=time.time())
     if baseline_path is not None and not hasattr(config, "workerinput"):
         from .baseline import ReportError, load_report
+        from .settings import _ini_path
 
+        # the ini's path is relative to the ini file's folder, as sqleval_predictions is (pytest run from a subfolder)
+        source, path = (("--sqleval-baseline", baseline_path) if option.sqleval_baseline
+                        else ("ini option sqleval_baseline:", _ini_path(config, baseline_path)))
         try:
-            deploy.baseline = load_report(baseline_path, role="baseline")
+            deploy.baseline = load_report(path, role="baseline")
         except ReportError as exc:
-            raise pytest.UsageError(f"--sqleval-baseline {exc}") from None
+            raise pytest.UsageError(f"{source} {exc}") from None
     config.stash[DEPLOY_KEY] = deploy
 
 
@@ -153,6 +157,7 @@ def score_options(state) -> dict[str, Any]:
         "timeout": s.timeout,
         "max_rows": s.max_rows,
         "strict": s.strict,
+        "max_memory": s.max_memory,  # bytes (None: the default cap); a query over it is a miss
         "predictions": str(s.predictions) if s.predictions else None,
         "database_url": hide_password(s.database_url) if s.database_url else None,
     }

@@ -64,3 +64,8 @@ class GoldError(Exception):
 
     def __init__(self, message: object = "") -> None:
         super().__init__(_masked(str(message)))
+
+
+class UserHookError(Exception):
+    """A user's implementation of one of the plugin's hooks raised: its message names the implementation
+    (:func:`~pytest_sqleval.hookspec.hook_failure`), and the case it happened on is that case's error."""

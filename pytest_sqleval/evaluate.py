@@ -371,12 +371,19 @@ class Evaluator:
             return with_shape(_failed_execution(QueryError("no_prediction", message)), case, None)
         options = suite.execution
         predicted = []
-        for _run, engine in zip(gold, engines):
+        failed: tuple[GoldRun, QueryError] | None = None  # the database where the prediction failed (not the first)
+        for run, engine in zip(gold, engines):
             try:
                 predicted.append(run_prediction(engine, prediction, options, dialect, timeout, max_rows,
                                                 **(limits or {})))
             except QueryError as exc:
-                return with_shape(_failed_execution(exc), case, None)
+                if not predicted:
+                    record = _failed_execution(exc)
+                    if len(gold) > 1:  # a case of several databases keeps its per-database verdicts
+                        record["databases"] = [{"database": run.database, "execution_match": False, "error": exc.kind}]
+                    return with_shape(record, case, None)
+                failed = (run, exc)  # as the official script does, the later databases are not tried
+                break
         if context is not None:
             context.prediction_result = predicted[0]
         # Each accepted gold in turn (the first gold, then `gold: [...]`'s others): the first that matches
@@ -411,8 +418,13 @@ class Evaluator:
         failing = next(((r, p, v) for r, p, v in per_database if not v.match), None)
         if failing is not None:
             record["mismatch"] = mismatch_record(*failing)
-        if len(per_database) > 1:
+        if len(gold) > 1:
             record["databases"] = [{"database": r.database, "execution_match": v.match} for r, _, v in per_database]
+        if failed is not None:  # ran (and is judged) on the first database, failed on a later one
+            run_failed, error = failed
+            record.update(valid=False, execution_match=False,
+                          error={"kind": error.kind, "message": f"on {run_failed.database}: {error.message}"})
+            record["databases"].append({"database": run_failed.database, "execution_match": False, "error": error.kind})
         if len(candidates) > 1:
             record["gold_index"] = best
             record["gold_scores"] = [{"execution_match": c[0], "soft_f1": c[1]} for c in candidates]
@@ -554,10 +566,13 @@ def run_prediction(engine, prediction: str, options: ComparisonOptions, dialect:
                      strict_text=strict_text(options))
 
 
-def strict_text(options: ComparisonOptions) -> bool:
+def strict_text(options: ComparisonOptions) -> bool | str:
     """Is text that is not valid UTF-8 in a result an error (the ``bird`` profile: Python's sqlite3 raises, and
-    BIRD scores the item 0)? Elsewhere each bad byte reads as U+FFFD."""
-    return options.profile == "bird"
+    BIRD scores the item 0)? ``"ignore"`` for the ``test-suite`` profile: its official script's ``text_factory``
+    drops each bad byte (``b.decode(errors="ignore")``). Elsewhere each bad byte reads as U+FFFD."""
+    if options.profile == "bird":
+        return True
+    return "ignore" if options.profile == "test-suite" else False
 
 
 def prefetch_prediction(suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,

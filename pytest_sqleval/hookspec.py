@@ -99,6 +99,18 @@ def hook_failure(hook: Any, exc: BaseException) -> str:
     return f"{hook.name}{hook_location(hook, exc)} raised {type(exc).__name__}: {exc}"
 
 
+def user_hook_raised(hook: Any, exc: BaseException) -> bool:
+    """Whether the innermost implementation of ``hook`` in the traceback is not the plugin's own (a user's
+    conftest.py or plugin raised, not a bug of ours)."""
+    impls = {impl.function.__code__: impl for impl in hook.get_hookimpls() if hasattr(impl.function, "__code__")}
+    raised_in = None
+    tb = exc.__traceback__
+    while tb is not None:
+        raised_in = impls.get(tb.tb_frame.f_code, raised_in)
+        tb = tb.tb_next
+    return raised_in is not None and not raised_in.plugin_name.endswith("pytest_sqleval.builtins")
+
+
 def hook_location(hook: Any, exc: BaseException) -> str:
     """`` (/path/conftest.py:3)``: where in an implementation of ``hook`` the exception was raised ("" if none)."""
     impls = {impl.function.__code__: impl for impl in hook.get_hookimpls() if hasattr(impl.function, "__code__")}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .errors import UserHookError
 from .state import STATE_KEY
 from .suite_files import is_suite_node_path
 
@@ -59,6 +60,8 @@ def internal_error_message(error: BaseException) -> str:
     if isinstance(error, CaseErrored):
         error = error.error
     text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(error, UserHookError):  # names the user's implementation: not an error of ours
+        return f"{text[:300]}; run with --tb=long for the traceback"
     if isinstance(error, RecursionError):
         text = "nested too deeply to score"
     elif isinstance(error, MemoryError):

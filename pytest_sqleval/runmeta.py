@@ -98,6 +98,15 @@ def suite_files(suites: Iterable[Any], predictions: Path | None) -> list[Path]:
     return list(dict.fromkeys(paths))  # the cases of a suite share their files: resolve and hash each once
 
 
+def prediction_file_names(suites: Iterable[Any], predictions: Path | None, rootdir: Path) -> list[str]:
+    """The predictions files among ``files`` (named as there): a new model's predictions differ from the
+    deployed one's by design, so their change is no warning against a baseline."""
+    paths = [Path(s.predictions_file) for s in suites if s.predictions_file is not None]
+    if predictions is not None:
+        paths.append(Path(predictions))
+    return sorted({display(path.resolve(), rootdir) for path in paths})
+
+
 def file_hashes(paths: Iterable[Path], rootdir: Path) -> dict[str, str]:
     hashes: dict[str, str] = {}
     done: set[Path] = set()
@@ -123,6 +132,7 @@ def run_block(*, rootdir: Path, started: float, finished: float, suites: Iterabl
         "git": git_state(rootdir),
         "versions": versions(),
         "files": file_hashes(suite_files(suites, predictions), rootdir),
+        "prediction_files": prediction_file_names(suites, predictions, rootdir),
         "options": options,
         "shard": shard,
     })

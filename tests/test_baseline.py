@@ -65,6 +65,28 @@ def test_soft_f1_uses_the_sign_flip_test():
     assert f1["ci"][0] <= f1["delta"] <= f1["ci"][1] <= 0
 
 
+def test_a_changed_predictions_file_is_no_warning_a_changed_suite_is():
+    """A new model's predictions differ from the deployed one's by design: their hash is kept, not warned about."""
+    base = {"files": {"s.sqleval.yaml": "a" * 64, "preds.jsonl": "b" * 64}, "prediction_files": ["preds.jsonl"]}
+    now = {"files": {"s.sqleval.yaml": "d" * 64, "preds.jsonl": "c" * 64}, "prediction_files": ["preds.jsonl"]}
+    warnings = file_warnings(now, base)
+    assert len(warnings) == 1 and warnings[0].startswith("s.sqleval.yaml changed since the baseline")
+    assert file_warnings({**now, "files": {**now["files"], "s.sqleval.yaml": "a" * 64}}, base) == []
+
+
+def test_the_run_block_names_its_predictions_files(pytester):
+    """`run.prediction_files`: the --sqleval-predictions file and a suite's own `predictions:` file."""
+    from conftest import make_sqlite
+
+    make_sqlite(pytester.path / "shop.sqlite")
+    pytester.path.joinpath("mine.jsonl").write_text('{"id": "a", "sql": "SELECT 1"}\n', encoding="utf-8")
+    pytester.path.joinpath("s.sqleval.yaml").write_text(
+        "database: shop.sqlite\ncases:\n  - {id: a, gold: SELECT 1}\n", encoding="utf-8")
+    pytester.runpytest("--sqleval", "--sqleval-predictions=mine.jsonl", "--sqleval-json=r.json", "-p", "no:cacheprovider")
+    run = json.loads(pytester.path.joinpath("r.json").read_text(encoding="utf-8"))["run"]
+    assert run["prediction_files"] == ["mine.jsonl"] and "mine.jsonl" in run["files"]
+
+
 def test_old_reports_without_passed_rule():
     assert normalise_case({"suite": "s", "id": "x", "outcome": "passed"})["passed_rule"] is True
     assert normalise_case({"suite": "s", "id": "x", "outcome": "error"})["passed_rule"] is None

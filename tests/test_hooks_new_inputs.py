@@ -427,3 +427,25 @@ def test_a_score_case_hook_that_breaks_the_records_own_keys_errors_that_case_nam
     cases = {case["id"]: case for case in report["cases"]}
     assert {k: c["outcome"] for k, c in cases.items()} == {"right": "passed", "wrong": "error", "broken": "missed"}
     assert "a pytest_sqleval_score_case hook left " + message in cases["wrong"]["error"]["message"]
+
+
+@WORKERS
+def test_a_score_case_hook_that_raises_is_named_not_called_an_internal_error(shop: pytest.Pytester, workers) -> None:
+    """The user's scoring raised, not the plugin: that case's error names the implementation (file and line)
+    and the exception, without "internal error while scoring"; the other cases are scored."""
+    conftest(shop, """
+        def pytest_sqleval_score_case(case, record):
+            if case.id == "wrong":
+                raise LookupError("no reference for " + case.id)
+            record["mine"] = 1.0
+    """)
+    result, report = run(shop, *workers)
+    cases = {case["id"]: case for case in report["cases"]}
+    message = cases["wrong"]["error"]["message"]
+    assert cases["wrong"]["outcome"] == "error"
+    assert "pytest_sqleval_score_case" in message and "conftest.py:3" in message
+    assert "LookupError: no reference for wrong" in message
+    assert "internal error while scoring" not in message
+    assert (cases["right"]["outcome"], cases["broken"]["outcome"]) == ("passed", "missed")
+    out = result.stdout.str()
+    assert "conftest.py:3) raised LookupError" in out and "Traceback" not in out

@@ -112,6 +112,7 @@ class Item:
     gold: str
     question: str | None = None
     turn: int | None = None  # 1-based turn of an interaction
+    position: int | None = None  # 0-based place of its interaction in the source, empty interactions counted
     evidence: str | None = None
     difficulty: str | None = None
     tags: tuple[str, ...] = ()
@@ -133,6 +134,7 @@ class Dataset:
     description: str = ""
     warnings: list[str] = field(default_factory=list)
     schema_only: set[str] = field(default_factory=set)  # db_ids whose database has no rows at all
+    interactions: int | None = None  # interactions in the source, empty ones included (they pair with predictions)
 
 
 @dataclass
@@ -186,7 +188,7 @@ def read_spider(src: Path, *, tables: str | None = None, databases: str | None =
                 split: str = "dev", official_rewrites: bool = True) -> Dataset:
     """Spider: ``SRC`` = the Spider folder (``<split>.json``, ``tables.json``, ``database/``), a questions
     JSON file (``dev.json``), or a gold file in the official line format (``gold SQL \\t db_id``)."""
-    path = _find(src, (f"{split}.json", f"{split}_gold.sql"), "Spider questions",
+    path = _find(src, (f"{split}.json", f"{split}_spider.json", f"{split}_gold.sql"), "Spider questions",
                  "give the Spider folder, its dev.json or dev_gold.sql")
     items: list[Item] = []
     if path.suffix == ".json":
@@ -195,8 +197,10 @@ def read_spider(src: Path, *, tables: str | None = None, databases: str | None =
             raise DatasetError(f"{path} is not a Spider questions file (a list of {{db_id, question, query}})",
                                "give dev.json of the Spider release")
         for index, entry in enumerate(data):
-            items.append(Item(f"q{index:04d}", entry["db_id"], _gold(entry["query"], official_rewrites),
-                              question=entry.get("question")))
+            where = f"question {index} (q{index:04d})"
+            items.append(Item(f"q{index:04d}", _text(path, where, entry, "db_id"),
+                              _gold(_text(path, where, entry, "query"), official_rewrites),
+                              question=_text(path, where, entry, "question", required=False)))
     else:
         lines = [fields for turns in read_interactions(path) for fields in turns]
         for index, fields in enumerate(lines):
@@ -204,16 +208,34 @@ def read_spider(src: Path, *, tables: str | None = None, databases: str | None =
                 raise DatasetError(f"{path} line {index + 1}: expected `gold SQL<TAB>db_id`",
                                    "give the official gold file (dev_gold.sql)")
             items.append(Item(f"q{index:04d}", fields[1], _gold(fields[0], official_rewrites)))
-    tables_path = _beside(path, tables, ("tables.json",))
-    db_dir = _beside(path, databases, ("database",))
+    # the test release keeps test_tables.json and test_database/ beside the train/dev tables.json and database/
+    tables_path = _beside(path, tables, (f"{split}_tables.json", "tables.json"))
+    db_dir = _beside(path, databases, (f"{split}_database", "database"))
     found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
     return Dataset("spider", items, tables_json=tables_path, databases=found, expected_database=expected,
                    suite_keys={"execution": "test-suite", "exact_match": "spider", "pass_if": "execution_match"},
                    description=f"Spider ({path.name})")
 
 
+def _text(path: Path, where: str, entry: dict, key: str, *, required: bool = True) -> str | None:
+    """``entry[key]`` as text: a required key is a non-empty string, an optional one a string or null."""
+    value = entry.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise DatasetError(f"{path}: {where} has `{key}`: {json.dumps(value, ensure_ascii=False)}, "
+                           f"not {'a non-empty' if required else 'a'} string",
+                           f"give `{key}` as text or remove {where}")
+    return value
+
+
+def _one_line(sql: str) -> str:
+    """The SQL on one line, unless a ``--`` comment would then swallow the rest of the query."""
+    return sql.strip() if "--" in sql else " ".join(sql.split())
+
+
 def _gold(sql: str, rewrites: bool) -> str:
-    sql = " ".join(sql.split()) if "\n" in sql or "\t" in sql else sql
+    sql = _one_line(sql) if "\n" in sql or "\t" in sql else sql
     return official_text(sql, prediction=False) if rewrites else sql
 
 
@@ -238,20 +260,29 @@ def read_multiturn(kind: str, src: Path, *, tables: str | None = None, databases
                                    f"give dev.json of the {kind} release")
             for turn, utterance in enumerate(entry["interaction"], start=1):
                 items.append(Item(f"i{number:04d}", db_id, _gold(utterance["query"], official_rewrites),
-                                  question=utterance.get("utterance"), turn=turn))
+                                  question=_text(path, f"turn {turn} of interaction {number} (i{number:04d}/{turn})",
+                                                 utterance, "utterance", required=False),
+                                  turn=turn, position=number))
+        count = len(data)
     else:
-        for number, turns in enumerate(read_interactions(path)):
+        gold = read_interactions(path)
+        count = len(gold)
+        for number, turns in enumerate(gold):
             for turn, fields in enumerate(turns, start=1):
                 if len(fields) < 2:
                     raise DatasetError(f"{path}: turn {turn} of interaction {number} has no db_id",
                                        "each line is `gold SQL<TAB>db_id`, a blank line after each interaction")
-                items.append(Item(f"i{number:04d}", fields[1], _gold(fields[0], official_rewrites), turn=turn))
+                items.append(Item(f"i{number:04d}", fields[1], _gold(fields[0], official_rewrites), turn=turn,
+                                  position=number))
     # beside the questions file, else at the top of the folder given (CoSQL: sql_state_tracking/cosql_dev.json)
     top = src if src.is_dir() else path
-    tables_path = _beside(path, tables, ("tables.json",)) or _beside(top, None, ("tables.json",))
-    db_dir = _beside(path, databases, ("database",)) or _beside(top, None, ("database",))
+    tables_path = _beside(path, tables, (f"{split}_tables.json", "tables.json")) \
+        or _beside(top, None, (f"{split}_tables.json", "tables.json"))
+    db_dir = _beside(path, databases, (f"{split}_database", "database")) \
+        or _beside(top, None, (f"{split}_database", "database"))
     found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
     return Dataset(kind, items, tables_json=tables_path, databases=found, expected_database=expected,
+                   interactions=count,
                    # question match and interaction match are exact set match over turns (SParC, CoSQL papers)
                    suite_keys={"execution": "test-suite", "exact_match": "spider", "pass_if": "exact_match"},
                    description=f"{kind.upper() if kind == 'cosql' else 'SParC'} ({path.name})")
@@ -267,6 +298,9 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
     Databases: ``dev_databases/<db>/<db>.sqlite`` beside it (or ``--databases``)."""
     path = _find(src, (f"mini_{split}_sqlite.json", f"{split}.json", f"mini_{split}.json"), "BIRD questions",
                  "give the BIRD folder or its dev.json / mini_dev_sqlite.json")
+    if path.suffix.lower() != ".json":
+        raise DatasetError(f"{path} is not a BIRD questions file: a gold file has no questions, evidence or "
+                           f"difficulty", "give the BIRD folder or its dev.json / mini_dev_sqlite.json")
     data = _read_json(path)
     if not isinstance(data, list) or not all(isinstance(e, dict) and "SQL" in e and "db_id" in e for e in data):
         raise DatasetError(f"{path} is not a BIRD questions file (a list of {{question_id, db_id, question, SQL}})",
@@ -283,13 +317,16 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
         if difficulty is not None and difficulty not in BIRD_DIFFICULTIES:
             raise DatasetError(f"{path}: question {qid} has difficulty {difficulty!r}",
                                f"BIRD difficulties are {', '.join(BIRD_DIFFICULTIES)}")
-        items.append(Item(case_id, entry["db_id"], " ".join(str(entry["SQL"]).split()),
-                          question=entry.get("question"), evidence=entry.get("evidence") or None,
+        where = f"question {qid} ({case_id})"
+        items.append(Item(case_id, _text(path, where, entry, "db_id"),
+                          _one_line(_text(path, where, entry, "SQL")),
+                          question=_text(path, where, entry, "question", required=False),
+                          evidence=_text(path, where, entry, "evidence", required=False) or None,
                           difficulty=difficulty, metadata={"question_id": qid}))
-    tables_path = _beside(path, tables, ("dev_tables.json", "tables.json", f"{split}_tables.json"))
-    db_dir = _beside(path, databases, ("dev_databases", "databases"))
+    tables_path = _beside(path, tables, (f"{split}_tables.json", "dev_tables.json", "tables.json"))
+    db_dir = _beside(path, databases, (f"{split}_databases", "dev_databases", "databases"))
     if db_dir is None:
-        db_dir = (path.parent / "dev_databases")
+        db_dir = (path.parent / f"{split}_databases")
     found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
     return Dataset("bird", items, tables_json=tables_path, databases=found, expected_database=expected,
                    suite_keys={"execution": "bird", "pass_if": "execution_match"},
@@ -297,7 +334,7 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
 
 
 def _normalised(name: str) -> str:
-    return re.sub(r"[^0-9a-z]", "", name.lower())
+    return re.sub(r"[\W_]", "", name.lower())  # letters of any script and digits; not separators
 
 
 def resolve_database_files(db_ids: Iterable[str], directory: Path) -> dict[str, Path | None]:
@@ -337,8 +374,10 @@ def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None
             metadata = {"type": kind}
             if entry.get("step"):
                 metadata["reasoning"] = entry["step"]
-            items.append(Item(f"q{entry['idx'] if unique else index:04d}", entry["db_id"],
-                              " ".join(str(entry["query"]).split()), question=entry.get("question"),
+            where = f"question {index} (q{entry['idx'] if unique else index:04d})"
+            items.append(Item(f"q{entry['idx'] if unique else index:04d}", _text(path, where, entry, "db_id"),
+                              _one_line(_text(path, where, entry, "query")),
+                              question=_text(path, where, entry, "question", required=False),
                               tags=(f"type_{kind}",) if kind.isalnum() else (), metadata=metadata))
     else:
         lines = [fields for turns in read_interactions(path) for fields in turns]
@@ -400,14 +439,18 @@ def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = 
     else:
         lines = read_prediction_lines(path)
         if any(item.turn is not None for item in dataset.items):  # interactions pair with interactions
-            groups: OrderedDict[str, list[Item]] = OrderedDict()
+            # interaction k of the file pairs with interaction k of the gold, empty ones included (official zip)
+            groups: OrderedDict[int, list[Item]] = OrderedDict()
+            order: dict[str, int] = {}
             for item in dataset.items:
-                groups.setdefault(item.id, []).append(item)
-            for turns, preds in zip(groups.values(), lines):
-                for item, sql in zip(turns, preds):
+                position = item.position if item.position is not None else order.setdefault(item.id, len(order))
+                groups.setdefault(position, []).append(item)
+            for position, preds in enumerate(lines):
+                for item, sql in zip(groups.get(position, ()), preds):
                     predicted[item.case_id] = sql
-            if len(lines) != len(groups):
-                warnings.append(f"{path} has {len(lines)} interactions for {len(groups)} in the gold")
+            expected = dataset.interactions if dataset.interactions is not None else len(groups)
+            if len(lines) != expected:
+                warnings.append(f"{path} has {len(lines)} interactions for {expected} in the gold")
         else:
             flat = [sql for turns in lines for sql in turns]
             for item, sql in zip(dataset.items, flat):
@@ -479,12 +522,18 @@ def suite_documents(dataset: Dataset, out: Path) -> dict[str, dict]:
         if dataset.tables_json is not None and db_id in known_ids:
             document["schema"] = {"tables": _relative(dataset.tables_json, out), "db_id": db_id}
         if "database" not in document and "schema" not in document:
-            raise DatasetError(f"database {db_id!r}: no database file and no schema in a tables.json",
-                               "pass --databases DIR or --tables tables.json")
+            where = (f"not in {dataset.tables_json}" if dataset.tables_json is not None else "no tables.json found")
+            raise DatasetError(f"database {db_id!r} (question {items[0].case_id}): no database file and no schema "
+                               f"({where})", "pass --databases DIR or --tables tables.json with that db_id, "
+                                             "or remove its questions")
         document["description"] = " ".join(notes)
         document.update(suite_keys)
         document["cases"] = _cases(items, tags)
-        documents[f"{_file_name(db_id)}.sqleval.yaml"] = document
+        name, number = f"{_file_name(db_id)}.sqleval.yaml", 1
+        while name in documents:  # `my db` and `my_db` share a file name: keep both suites
+            number += 1
+            name = f"{_file_name(db_id)}-{number}.sqleval.yaml"
+        documents[name] = document
     return documents
 
 
@@ -578,6 +627,11 @@ def import_dataset(kind: str, src: str | Path, out: str | Path, *, predictions: 
         target.write_text(dump_yaml(document), encoding="utf-8")
         written.append(target)
     result = ImportResult(kind, written, len(dataset.items), warnings=list(dataset.warnings))
+    stale = sorted(p.name for p in out.glob("*.sqleval.y*ml") if p not in written)
+    if stale:
+        result.warnings.append(f"{out} holds {len(stale)} other suites ({', '.join(stale[:4])}"
+                               f"{', ...' if len(stale) > 4 else ''}) that `pytest --sqleval {out}` runs too: "
+                               "remove them, or import into an empty folder")
     missing = [db for db, path in dataset.databases.items() if path is None]
     if missing and not dataset.expected_database:
         result.warnings.append("no database folder: the suites score exact match only "

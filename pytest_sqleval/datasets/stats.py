@@ -5,9 +5,10 @@ gold SQL, never from regular expressions over SQL text:
 
 - cases, distinct gold SQL (identical up to white space and a trailing ``;``), cases per difficulty (the
   case's own label, e.g. BIRD's simple/moderate/challenging, else the suite's classifier, Spider by default);
-- clause usage: the share of gold queries with WHERE, GROUP BY, HAVING, ORDER BY (not a window's), LIMIT,
-  JOIN (and the distribution of the number of joins, comma joins included), a subquery (a SELECT nested in
-  another query, CTE bodies and set-operation operands excepted), a set operation (UNION/INTERSECT/EXCEPT),
+- clause usage: the share of gold queries with WHERE, GROUP BY, HAVING, ORDER BY (not a window's or an
+  aggregate's), LIMIT, JOIN (and the distribution of the number of joins, comma joins included), a subquery
+  (a SELECT nested in another query, CTE bodies and set-operation operands, parenthesised or not, excepted),
+  a set operation (UNION/INTERSECT/EXCEPT),
   a CTE (WITH), a window function, CASE (and IIF/IF), DISTINCT (SELECT DISTINCT or an aggregate's DISTINCT);
 - tables per query (distinct table names, CTE names excepted), columns per query (distinct column names),
   SQL length in sqlglot tokens, question length in words;
@@ -51,6 +52,7 @@ class Entry:
     gold: str
     question: str | None = None
     difficulty: str | None = None
+    suite_index: int = 0  # which of the suites (two suites may share a name: Spider's and SParC's concert_singer)
 
 
 # --------------------------------------------------------------------------- reading suites
@@ -154,7 +156,7 @@ def entries_of(suites: Sequence[Any]) -> list[Entry]:
 
     entries = []
     schemas: dict[Any, Any] = {}
-    for suite in suites:
+    for suite_index, suite in enumerate(suites):
         for case in suite.cases:
             if case.expected is not None or not case.gold:
                 continue
@@ -163,7 +165,8 @@ def entries_of(suites: Sequence[Any]) -> list[Entry]:
                 schema = _schema_for(case, schemas)
                 level, _source = difficulty_label(case.gold, schema, dialect=suite.dialect or _dialect(case),
                                                   classifier=suite.difficulty_classifier)
-            entries.append(Entry(suite.name, case.id, case.gold, case.question, level or "unclassified"))
+            entries.append(Entry(suite.name, case.id, case.gold, case.question, level or "unclassified",
+                                 suite_index))
     return entries
 
 
@@ -235,7 +238,10 @@ def query_facts(sql: str, dialect: str = "sqlite") -> QueryFacts:
         found.add("GROUP BY")
     if tree.find(exp.Having):
         found.add("HAVING")
-    if any(not isinstance(order.parent, exp.Window) for order in tree.find_all(exp.Order)):
+    # the query's ORDER BY (of a SELECT, a set operation or a parenthesised query), not a window's or an
+    # aggregate's (`group_concat(a ORDER BY b)`, `WITHIN GROUP (ORDER BY a)`)
+    if any(isinstance(order.parent, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery))
+           for order in tree.find_all(exp.Order)):
         found.add("ORDER BY")
     if tree.find(exp.Limit) or tree.find(exp.Fetch):
         found.add("LIMIT")
@@ -268,6 +274,9 @@ def _is_subquery(select) -> bool:
     while node is not None:
         if isinstance(node, exp.CTE):
             return False
+        if isinstance(node, exp.Subquery) and isinstance(node.parent, (exp.Union, exp.Intersect, exp.Except)):
+            node = node.parent  # a parenthesised operand, `(SELECT ...) UNION (SELECT ...)`
+            continue
         if isinstance(node, exp.Subquery) or isinstance(node, exp.Select):
             return True
         if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
@@ -379,8 +388,8 @@ def compute_stats(suites: Sequence[Any], *, similarity: str = "auto", near_dupli
     entries = entries_of(suites)
     if not entries:
         raise StatsError("the suites have no cases with gold SQL")
-    dialects = {s.name: (s.dialect or (_dialect(s.cases[0]) if s.cases else "sqlite")) for s in suites}
-    facts = [query_facts(e.gold, dialects[e.suite]) for e in entries]
+    dialects = [s.dialect or (_dialect(s.cases[0]) if s.cases else "sqlite") for s in suites]
+    facts = [query_facts(e.gold, dialects[e.suite_index]) for e in entries]
     parsed = [f for f in facts if f.parsed]
     total = len(entries)
     clause_counts = Counter(clause for f in parsed for clause in f.clauses)
@@ -391,12 +400,13 @@ def compute_stats(suites: Sequence[Any], *, similarity: str = "auto", near_dupli
     questions = [(e.suite + "::" + e.id, e.question) for e in entries if e.question and e.question.strip()]
     question_keys = Counter(q.strip().lower() for _, q in questions)
     gold_lower = Counter(gold_key(e.gold).lower() for e in entries)
+    per_suite = Counter(e.suite_index for e in entries)
 
     result: dict[str, Any] = {
         "format": FORMAT,
-        "suites": [{"name": s.name, "path": str(s.path), "cases": sum(1 for e in entries if e.suite == s.name),
+        "suites": [{"name": s.name, "path": str(s.path), "cases": per_suite[index],
                     **({"missing_database": s.missing_database} if getattr(s, "missing_database", None) else {})}
-                   for s in suites],
+                   for index, s in enumerate(suites)],
         "cases": total,
         "distinct_gold_sql": len({gold_key(e.gold) for e in entries}),
         "questions": len(questions),

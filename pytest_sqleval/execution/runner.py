@@ -41,11 +41,12 @@ DEFAULT_MAX_ROWS = 100_000
 def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
               untrusted: bool = True, dialect: str | None = None, rewrite: str | None = None,
               allow_functions: frozenset[str] | set[str] = frozenset(), max_memory: int | None = None,
-              role: str | None = None, prefetch: bool = False, strict_text: bool = False) -> QueryResult | None:
+              role: str | None = None, prefetch: bool = False, strict_text: bool | str = False) -> QueryResult | None:
     """Run one query under every limit; raises QueryError(kind) for anything but a result.
 
     ``strict_text=True``: a result holding text that is not valid UTF-8 is an error (the ``bird`` profile, as
-    Python's sqlite3 does); otherwise each bad byte reads as U+FFFD.
+    Python's sqlite3 does); ``strict_text="ignore"``: each bad byte is dropped (the ``test-suite`` profile, as its
+    official script decodes); otherwise each bad byte reads as U+FFFD.
 
     ``prefetch=True`` only sends the query to the query process and returns None: the next call with the same
     arguments (without ``prefetch``) returns its result, and this process works meanwhile (a no-op in-process).
@@ -165,7 +166,7 @@ def _reads_differently(engine_dialect: str, dialect: str) -> bool:
 
 
 def execute_inline(engine, sql: str, *, timeout: float, max_rows: int, role: str | None = None,
-                   timeout_label: float | None = None, strict_text: bool = False) -> QueryResult:
+                   timeout_label: float | None = None, strict_text: bool | str = False) -> QueryResult:
     """Run already-checked SQL on ``engine`` in this process through its backend, with the engine's own timeout
     and the row cap (``timeout_label``: the timeout to name in messages; ``strict_text``: see :class:`Limits`)."""
     backend = backend_for(engine)

@@ -225,6 +225,10 @@ def _regressed(lines: list[str], report: dict[str, Any], name: str, cases: list[
     regressed = list(pairs.get("regressed", []) or [])
     summary = ", ".join(f"{len(pairs.get(k) or [])} {k.replace('_', ' ')}"
                         for k in ("regressed", "fixed", "still_missed", "still_passed", "new", "removed"))
+    errored = (view.baseline_suite(report, name) or {}).get("pairs_with_errors") or []
+    if errored:  # as the terminal says: these cases are in neither count
+        shown = ", ".join(map(code, errored[:list_limit]))
+        summary += f", {len(errored)} with a suite error on one side (not compared: {shown})"
     lines.append(f"Against the baseline: {summary}.")
     lines.append("")
     if not regressed:

@@ -65,8 +65,9 @@ class Limits:
     role: str | None = None
     timeout_label: float | None = None
     #: Text that is not valid UTF-8 is an error, as in Python's sqlite3 (the `bird` profile: BIRD scores it 0);
-    #: otherwise each bad byte reads as U+FFFD.
-    strict_text: bool = False
+    #: ``"ignore"``: each bad byte is dropped, as test-suite-sql-eval's ``text_factory`` does (the `test-suite`
+    #: profile); otherwise (False) each bad byte reads as U+FFFD.
+    strict_text: bool | str = False
 
     @property
     def label(self) -> float:

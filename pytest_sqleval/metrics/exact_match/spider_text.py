@@ -180,7 +180,8 @@ def read_clause_order(sql: str, dialect: str) -> ClauseOrder:
             if context is not None:
                 closed.append(context)
         else:
-            _record_clause(next(c for c in reversed(stack) if c is not None), token)
+            following = tokens[index + 1] if index + 1 < len(tokens) else None
+            _record_clause(next(c for c in reversed(stack) if c is not None), token, following)
     inner_segments = [segment for context in closed for segment in context] + top[:-1]
     dropped = _unread_clauses(top[-1])
     return ClauseOrder(
@@ -190,11 +191,22 @@ def read_clause_order(sql: str, dialect: str) -> ClauseOrder:
     )
 
 
-def _record_clause(context: list[Segment], token: Token) -> None:
+def _record_clause(context: list[Segment], token: Token, following: Token | None) -> None:
     if token.token_type in _SET_OPERATOR_TOKENS:
         context.append([])
     elif token.token_type in _CLAUSE_RANKS:
         context[-1].append((*_CLAUSE_RANKS[token.token_type], token.start))
+    elif context[-1] and context[-1][-1][0] == "order" and _ends_order_by(token, following):
+        # the official ORDER BY reader stops at ``NULLS FIRST/LAST`` or ``FETCH``: like a clause out of order,
+        # what follows (a LIMIT; FETCH is sqlglot's LIMIT) is never read
+        context[-1].append(("limit" if token.token_type is TokenType.FETCH else "nulls", 0, token.start))
+
+
+def _ends_order_by(token: Token, following: Token | None) -> bool:
+    if token.token_type is TokenType.FETCH:
+        return True
+    return (token.token_type is TokenType.VAR and token.text.lower() == "nulls" and following is not None
+            and following.text.lower() in ("first", "last"))
 
 
 def _unread_clauses(segment: Segment) -> Segment:

@@ -12,14 +12,16 @@ from              FROM sources (tables, subqueries by content) and join kinds, m
                   ``JOIN`` = ``INNER JOIN``, a comma = ``CROSS JOIN``
 join_on           ON conditions, split at AND, as a multiset of normalised conditions
                   (``a = b`` same as ``b = a``; USING (k) reads as ``l.k = r.k``)
-where             the WHERE condition, normalised (AND/OR operands sorted, comparisons
-                  oriented), so precedence counts but operand order does not
+where             the WHERE condition (and DuckDB's QUALIFY), normalised (AND/OR operands
+                  sorted, comparisons oriented), so precedence counts but operand order does not
 where_no_op       the left side of every WHERE condition, multiset
 and_or            the set of WHERE connectors
 group_no_having   GROUP BY expressions, multiset (``GROUP BY 1`` and SELECT aliases resolved)
 group             GROUP BY expressions and the normalised HAVING condition
-order             ORDER BY keys in order, each with its own direction (ASC when unwritten)
-limit             LIMIT and OFFSET values
+order             ORDER BY keys in order, each with its own direction (ASC when unwritten) and
+                  NULLs placement (NULLS FIRST/LAST, else the dialect's default); a bare name
+                  that is a SELECT alias is that output column, as the engines read it
+limit             LIMIT and OFFSET values (``FETCH FIRST n ROWS ONLY`` is ``LIMIT n``)
 iuen              set operations after the first SELECT, in written order, each operand
                   compared whole (operands are not commuted; UNION ALL differs from UNION)
 keywords          where, group, having, order, asc/desc, limit, the set operations,
@@ -57,7 +59,7 @@ from .verdict import ExactMatchVerdict, GoldParseError, gold_failure, unscorable
 COMPONENT_FIELDS: dict[str, tuple[str, ...]] = {
     "select": ("select",),
     "select_no_agg": ("select_no_agg",),
-    "where": ("where",),
+    "where": ("where", "qualify"),
     "where_no_op": ("where_lhs",),
     "group_no_having": ("group",),
     "group": ("group", "having"),

@@ -81,10 +81,11 @@ class QueryShape:
     where_connectors: tuple[str, ...]
     group: tuple[str, ...]
     having: str
-    order: tuple[tuple[str, str], ...]
+    order: tuple[tuple[str, str, str], ...]  # (key, asc/desc, nulls first/last)
     limit: str
     set_ops: tuple[tuple[str, str], ...]
     keywords: tuple[str, ...]
+    qualify: str = ""  # DuckDB's QUALIFY condition (compared with WHERE)
 
     @cached_property
     def digest(self) -> str:
@@ -150,7 +151,7 @@ class ShapeBuilder:
         if with_ is not None:
             for cte in with_.expressions:
                 shape = self.query(cte.this, outer, ctes)
-                ctes[cte.alias_or_name.lower()] = _Source(f"({shape.digest})", _output_names(cte.this), ())
+                ctes[cte.alias_or_name.lower()] = _Source(f"({shape.digest})", _derived_columns(cte, cte.this), ())
         if isinstance(node, exp.SetOperation):
             return self._set_operation(node, outer, ctes)
         if isinstance(node, exp.Select):
@@ -181,9 +182,12 @@ class ShapeBuilder:
         keys.forget()  # the scope's join equivalence and SELECT aliases are known from here on
         where = _clause_condition(args.get("where"))
         having = _clause_condition(args.get("having"))
+        qualify = _clause_condition(args.get("qualify"))
         group = args.get("group")
         order = args.get("order")
-        order_keys = tuple((keys.expression(o.this, ordering=True), "desc" if o.args.get("desc") else "asc")
+        # the NULLs' place as sqlglot reads it in the dialect (written or the dialect's default): it orders rows too
+        order_keys = tuple((keys.order_key(o.this), "desc" if o.args.get("desc") else "asc",
+                            "nulls first" if o.args.get("nulls_first") else "nulls last")
                            for o in (order.expressions if order is not None else []))
         shape = QueryShape(
             select=sorted_tuple(keys.expression(item) for item in scope.select_items),
@@ -201,6 +205,7 @@ class ShapeBuilder:
             limit=self._limit(args, keys),
             set_ops=(),
             keywords=(),
+            qualify=keys.condition(qualify) if qualify is not None else "",
         )
         return _replace(shape, keywords=_keywords(shape, [c for c in (*on_conditions, where, having) if c is not None]))
 
@@ -208,7 +213,7 @@ class ShapeBuilder:
         limit, offset = args.get("limit"), args.get("offset")
         if limit is None and offset is None:
             return ""
-        parts = [keys.expression(node.expression, literal_values=True) if node is not None else "" for node in (limit, offset)]
+        parts = [_limit_value(node, keys) if node is not None else "" for node in (limit, offset)]
         return "limit " + " offset ".join(parts)
 
     # -- FROM -----------------------------------------------------------------------
@@ -235,7 +240,7 @@ class ShapeBuilder:
             return _Source(name, columns, (alias or name,))
         if isinstance(node, exp.Subquery):
             shape = self.query(node.this, outer, ctes)
-            return _Source(f"({shape.digest})", _output_names(node.this), (alias,) if alias else ())
+            return _Source(f"({shape.digest})", _derived_columns(node, node.this), (alias,) if alias else ())
         return _Source(f"{node.key}:{node.sql().lower()}", None, (alias,) if alias else ())
 
 
@@ -288,6 +293,17 @@ class _Keys:
             return None
         return target
 
+    def order_key(self, node: exp.Expression) -> str:
+        """An ORDER BY key: a bare name that is a SELECT alias is that output column even when a FROM column has
+        the name (SQLite, DuckDB and PostgreSQL all sort ``SELECT avg(age) AS age ... ORDER BY age`` by the
+        average); anything else reads as in GROUP BY (positions, then columns before aliases)."""
+        if isinstance(node, exp.Column) and not node.table and isinstance(node.this, exp.Identifier):
+            name = node.name.lower()
+            target = self.scopes[0].select_aliases.get(name)
+            if target is not None and name not in self._resolving:
+                return self._aliased_expression(name, target)
+        return self.expression(node, ordering=True)
+
     def _aliased_expression(self, name: str, target: exp.Expression) -> str:
         self._resolving.add(name)
         try:
@@ -303,20 +319,23 @@ class _Keys:
         return None
 
     def _qualified(self, qualifier: str, name: str) -> str:
-        source = self._source_named(qualifier)
-        return f"{source.identity if source else qualifier}.{name}"
+        for depth, scope in enumerate(self.scopes):
+            for source in scope.sources:
+                if qualifier in source.names:
+                    return f"{_outer(depth)}{_column_key(source, name)}"
+        return f"{qualifier}.{name}"
 
     def _has_column(self, name: str) -> bool:
         return any(source.columns and name in source.columns for source in self.scopes[0].sources)
 
     def _unqualified(self, name: str) -> str:
-        for scope in self.scopes:
+        for depth, scope in enumerate(self.scopes):
             for source in scope.sources:
                 if source.columns is not None and name in source.columns:
-                    return f"{source.identity}.{name}"
+                    return f"{_outer(depth)}{_column_key(source, name)}"
             unknown = [s for s in scope.sources if s.columns is None]
             if len(scope.sources) == 1 and unknown:
-                return f"{unknown[0].identity}.{name}"
+                return f"{_outer(depth)}{unknown[0].identity}.{name}"
         return f"?.{name}"
 
     # -- expressions ----------------------------------------------------------------
@@ -432,8 +451,16 @@ class _Keys:
             atom = _strip_parens(atom.this)
         if isinstance(atom, exp.Exists):
             return "exists"
+        if isinstance(atom, (exp.And, exp.Or)):  # ``NOT (a AND b)``: its conditions' left sides, in any order
+            return "(" + ",".join(sorted(self.left_side(part) for part in _atoms(atom))) + ")"
         if isinstance(atom, (exp.Predicate, exp.Binary)) and atom.this is not None:
             left, right = atom.this, atom.args.get("expression")
+            if right is not None and (isinstance(atom, _SYMMETRIC) or type(atom) in _MIRRORED):
+                left_value, right_value = _is_value(left), _is_value(right)
+                if left_value != right_value:  # ``5 < age``, ``(SELECT ...) < age``: ``age`` is the left side
+                    return self.expression(right if left_value else left)
+                if not left_value:  # ``a = b`` is ``b = a``: the side that sorts first, whichever is written first
+                    return min(self.expression(left), self.expression(right))
             if _is_literal(left) and right is not None and not _is_literal(right):
                 return self.expression(right)  # ``5 < age`` has ``age`` on its left once oriented
             return self.expression(left)
@@ -441,6 +468,26 @@ class _Keys:
 
 
 # -- helpers -------------------------------------------------------------------------
+def _limit_value(node: exp.Expression, keys: _Keys) -> str:
+    """A LIMIT / OFFSET value; ``FETCH FIRST n ROWS ONLY`` is ``LIMIT n`` (n = 1 when unwritten), and PERCENT
+    (DuckDB ``LIMIT 10%``) or WITH TIES are part of it."""
+    if isinstance(node, exp.Fetch):
+        count = node.args.get("count")
+        value = keys.expression(count, literal_values=True) if count is not None else "num:1"
+    else:
+        value = keys.expression(node.expression, literal_values=True)
+    options = node.args.get("limit_options")
+    if options is not None:
+        value += "".join(f" {name}" for name in ("percent", "with_ties") if options.args.get(name))
+    return value
+
+
+def _outer(depth: int) -> str:
+    """The mark of a column of an enclosing query (a correlated reference), ``depth`` scopes out: ``singer.age``
+    of the subquery's own ``singer`` is not the outer query's ``singer.age``."""
+    return f"outer{depth}:" if depth else ""
+
+
 def _clause_condition(clause: exp.Expression | None) -> exp.Expression | None:
     return clause.this if clause is not None else None
 
@@ -462,14 +509,32 @@ def _flatten_set_operation(node: exp.Expression) -> tuple[list[exp.Expression], 
     return [node], []
 
 
-def _output_names(node: exp.Expression) -> tuple[str, ...]:
+def _output_names(node: exp.Expression) -> tuple[str, ...] | None:
+    """The output column names of a query; None when a ``*`` makes them unknown here."""
     while isinstance(node, exp.Subquery):
         node = node.this
     if isinstance(node, exp.SetOperation):
         return _output_names(node.this)
     if not isinstance(node, exp.Select):
         return ()
+    if any(isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star))
+           for item in node.expressions):
+        return None
     return tuple(item.alias_or_name.lower() for item in node.expressions)
+
+
+def _derived_columns(aliased: exp.Expression, query: exp.Expression) -> tuple[str, ...] | None:
+    """The column names of a CTE or FROM subquery: its column list (``t(a, b)``) if written, else its output."""
+    listed = aliased.alias_column_names
+    return tuple(name.lower() for name in listed) if listed else _output_names(query)
+
+
+def _column_key(source: _Source, name: str) -> str:
+    """A column of a FROM source; a CTE's or subquery's column is named by its position (its shape is compared
+    by content, so the names given to its outputs do not matter: ``count(*) AS n`` then ``n`` = ``AS c`` then ``c``)."""
+    if source.identity.startswith("(") and source.columns and name in source.columns:
+        return f"{source.identity}.#{source.columns.index(name) + 1}"
+    return f"{source.identity}.{name}"
 
 
 def _number_repeated(sources: list[_Source]) -> None:
@@ -563,7 +628,7 @@ def _keywords(shape: QueryShape, conditions: list[exp.Expression]) -> tuple[str,
         ("where", shape.where), ("group", shape.group), ("having", shape.having),
         ("order", shape.order), ("limit", shape.limit),
     ) if present}
-    found.update(direction for _, direction in shape.order)
+    found.update(direction for _, direction, _ in shape.order)
     for condition in conditions:
         for node in _outside_subqueries(condition):
             if isinstance(node, exp.Or):
@@ -608,6 +673,14 @@ def _is_condition(node: exp.Expression) -> bool:
 def _is_literal(node: exp.Expression) -> bool:
     node = _strip_parens(node)
     return isinstance(node, exp.Literal) or (isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal))
+
+
+def _is_value(node: exp.Expression) -> bool:
+    """A literal, or a subquery (also under ANY / ALL): the value side of a comparison."""
+    node = _strip_parens(node)
+    if isinstance(node, (exp.Any, exp.All)):
+        node = _strip_parens(node.this)
+    return _is_literal(node) or isinstance(node, _QUERIES)
 
 
 def _is_integer(node: exp.Expression) -> bool:
