@@ -149,7 +149,8 @@ def _exact_match(ctx: LoadContext, value: Any, line: int | None):
     try:
         return resolve_exact_match(value)
     except ValueError as exc:
-        raise ctx.error(str(exc), line, fix="profiles are spider and sqleval; see the README") from None
+        raise ctx.error(str(exc), line, fix="use a profile and option the message lists; see the exact-match "
+                        "profiles in the README") from None
 
 
 def _pass_if(ctx: LoadContext, value: Any, line: int | None):
