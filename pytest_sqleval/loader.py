@@ -40,6 +40,9 @@ EXPECTED_KEYS = ("columns", "rows", "ordered")
 RESERVED_TAGS = ("skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst", "trylast",
                  "sqleval", "sqleval_database")
 
+#: The classifier's difficulty levels: a case's own label is read in any letter case (`Hard` is `hard`).
+SPIDER_LEVELS = ("easy", "medium", "hard", "extra")
+
 #: Largest `metadata:` of one case, as JSON text (bytes); it is copied into every report.
 MAX_METADATA_BYTES = 64 * 1024
 
@@ -238,7 +241,7 @@ def _sql_text(ctx: LoadContext, entry: LineMapping, key: str, where: str, *, req
         return None
     if not isinstance(value, str):
         raise ctx.error(f"`{key}:` of {where!r} must be SQL text, not {yaml_type(value)}", entry.key_lines[key],
-                        fix="quote the SQL, or use a block scalar: `gold: |` followed by indented lines")
+                        fix=f"quote the SQL, or use a block scalar: `{key}: |` followed by indented lines")
     if required and not value.strip():
         raise ctx.error(f"`{key}:` of {where!r} is empty", entry.key_lines[key], fix=f"write the {key} SQL after `{key}:`")
     return value
@@ -415,7 +418,9 @@ def _difficulty_label(ctx: LoadContext, entry: LineMapping) -> str | None:
         raise ctx.error(f"difficulty must be a label such as easy/medium/hard/extra, not {value!r}",
                         entry.key_lines["difficulty"],
                         fix="write e.g. `difficulty: hard`, or leave it out to classify the gold SQL")
-    return value.strip()
+    label = value.strip()
+    # `Hard` is the classifier's `hard`: one bucket of the breakdown, not two (other labels are kept as written)
+    return label.lower() if label.lower() in SPIDER_LEVELS else label
 
 
 #: The operators of pytest's -m/-k grammar (_pytest/mark/expression.py): `-m and` is a syntax error, while `in`,
@@ -452,6 +457,7 @@ def _tags(ctx: LoadContext, entry: LineMapping) -> tuple[str, ...]:
             acts = _ACTS.get(tag, "change how the case is collected or run")
             raise ctx.error(f"tag {tag!r} is the name of a pytest marker that acts on the test (it would {acts})",
                             line, fix=f"rename the tag, e.g. `{tag}_case` (tags become pytest markers usable with -m)")
-        tags.append(tag)
+        if tag not in tags:  # `tags: [x, x]` (often from a merge key and an own list): one label, listed once
+            tags.append(tag)
     return tuple(tags)
 

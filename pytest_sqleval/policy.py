@@ -152,6 +152,15 @@ class _Checker:
             tables.extend(self._physical_sources(scope).values())
         return tables
 
+    def _unscoped_tables(self) -> list[Any]:
+        """Tables read where sqlglot builds no scope (a PIVOT/UNPIVOT statement in a subquery); not CTE names."""
+        from sqlglot import exp
+
+        ctes = {cte.alias_or_name.lower() for cte in self.tree.find_all(exp.CTE)}
+        scoped = {id(t) for t in self._all_tables()}
+        return [t for t in self.tree.find_all(exp.Table)
+                if id(t) not in scoped and t.name and not t.db and t.name.lower() not in ctes]
+
     def _table_columns(self, name: str) -> tuple[str, ...] | None:
         if self.schema is None:
             return None
@@ -175,8 +184,11 @@ class _Checker:
 
     # -- tables ------------------------------------------------------------
     def _check_tables(self) -> None:
+
         allowed = {t.lower() for t in self.policy.tables or ()}
-        for table in self._all_tables():
+        for table in self._all_tables() + self._unscoped_tables():
+            if not table.name:  # a table function (generate_series(...)) reads no table
+                continue
             qualified = ".".join(p for p in (table.db, table.name) if p).lower()
             if table.name.lower() not in allowed and qualified not in allowed:
                 self.violations.append(
@@ -209,6 +221,27 @@ class _Checker:
                         self.violations.append(f"uses forbidden column {table}.{name} ({column.sql(self.dialect)})")
                         break
             self._check_stars(scope, anywhere, by_table)
+            self._check_join_using(scope, anywhere, by_table)
+
+    def _check_join_using(self, scope, anywhere: set[str], by_table: dict[str, set[str]]) -> None:
+        """``JOIN ... USING (name)`` compares a column it never writes as a column; NATURAL JOIN every shared one."""
+        from sqlglot import exp
+
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            return
+        tables = [t.name.lower() for t in self._physical_sources(scope).values()]
+        forbidden = anywhere.union(*(by_table.get(t, set()) for t in tables))
+        for join in select.args.get("joins") or ():
+            used = [i.name.lower() for i in join.args.get("using") or ()]
+            hit = sorted(c for c in used if c in forbidden)
+            if hit:
+                self.violations.append(f"joins USING forbidden column(s) {', '.join(hit)}")
+            elif join.method == "NATURAL" and forbidden:
+                self.violations.append(
+                    f"a NATURAL JOIN may join on forbidden column(s) {', '.join(sorted(forbidden))}; "
+                    "name the join columns instead"
+                )
 
     def _possible_owners(self, scope, column) -> list[str]:
         """Tables an unresolved column could come from (every real table of the scope when unknown)."""
@@ -223,15 +256,18 @@ class _Checker:
         if not isinstance(select, exp.Select):
             return
         physical = self._physical_sources(scope)
+        found = []
         for projection in select.expressions:
             if isinstance(projection, exp.Star):
-                targets = list(physical.values())
+                found.append(list(physical.values()))
             elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
                 source = physical.get(projection.table)
-                targets = [source] if source is not None else []
-            else:
-                continue
+                found.append([source] if source is not None else [])
+        found.extend(self._whole_rows(scope, physical))
+        for targets in found:
             for table in targets:
+                if not table.name:  # a table function (generate_series(...)) makes its rows, it reads no table
+                    continue
                 forbidden = anywhere | by_table.get(table.name.lower(), set())
                 if not forbidden:
                     continue
@@ -247,6 +283,41 @@ class _Checker:
                     self.violations.append(
                         f"selects * from {table.name!r}, which includes forbidden column(s) {', '.join(hit)}"
                     )
+
+    def _whole_rows(self, scope, physical: dict[str, Any]) -> list[list[Any]]:
+        """Tables whose every column a scope reads without naming them: a whole-row reference (``SELECT s FROM
+        shops s``, ``to_json(s.*)``, ``(s).*``), DuckDB's ``COLUMNS(...)``, ``#2`` and ``struct_pack(*)``, and a
+        column alias list (``FROM shops AS s(a, b)`` renames them)."""
+        from sqlglot import exp
+
+        found = []
+        select = scope.expression
+        everything = list(physical.values())
+        for node in select.find_all(exp.Columns, exp.PositionalColumn, exp.Dot, exp.Struct, exp.Column):
+            if node.find_ancestor(exp.Select) is not select:  # a nested scope checks its own
+                continue
+            if isinstance(node, (exp.Columns, exp.PositionalColumn)):
+                found.append(everything)
+            elif isinstance(node, exp.Dot):
+                if isinstance(node.expression, exp.Star):
+                    found.append(everything)
+            elif isinstance(node, exp.Struct):
+                if any(isinstance(e, exp.Star) for e in node.expressions):
+                    found.append(everything)
+            elif isinstance(node.this, exp.Star):
+                if node.parent is not select:  # a star projection is checked by the caller
+                    source = physical.get(node.table)
+                    found.append([source] if source is not None else everything)
+            elif not node.table:
+                source = physical.get(node.name) or physical.get(node.name.lower())
+                columns = self._table_columns(source.name) if source is not None else None
+                if source is not None and (columns is None or node.name.lower() not in columns):
+                    found.append([source])
+        for source in physical.values():
+            alias = source.args.get("alias")
+            if alias is not None and alias.columns:
+                found.append([source])
+        return found
 
     # -- required filter ---------------------------------------------------
     def _check_filter(self) -> None:
@@ -266,6 +337,12 @@ class _Checker:
                         f"reads {table.name!r}{'' if alias == table.name else f' (as {alias})'} without the "
                         f"required filter `{wanted}` ({where}): {_short(scope.expression.sql(self.dialect))}"
                     )
+        for table in self._unscoped_tables():
+            if self._is_filtered_table(table.name, qualifiers, needed):
+                self.violations.append(
+                    f"reads {table.name!r} without the required filter `{wanted}` (a PIVOT/UNPIVOT statement has no "
+                    f"WHERE; pivot a filtered subquery instead): {_short(table.parent.sql(self.dialect))}"
+                )
 
     def _is_filtered_table(self, name: str, qualifiers: set[str], needed: set[str]) -> bool:
         if qualifiers:

@@ -65,11 +65,19 @@ def load_predictions(path: str | Path) -> dict[str, Prediction]:
                          fix="pass an existing JSON Lines file to --sqleval-predictions") from None
     predictions: dict[str, Prediction] = {}
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Windows tools write one): not part of line 1
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell 5's `>` writes UTF-16: not JSON Lines' UTF-8
+        raise SuiteError("the predictions file is UTF-16 text, not UTF-8", path=path, line=1,
+                         fix="save it as UTF-8 (PowerShell: `... | Out-File -Encoding utf8 preds.jsonl`; "
+                             "Python: open(path, 'w', encoding='utf-8'))")
     for number, line_bytes in enumerate(raw.splitlines(), start=1):
         line = line_bytes.decode("utf-8", errors="surrogateescape").strip()
         if not line:
             continue
-        prediction = _parse_line(path, number, line)
+        try:
+            prediction = _parse_line(path, number, line)
+        except SuiteError:
+            _refuse_multiline_json(path, raw, number)
+            raise
         if prediction.case_id in predictions:
             first = predictions[prediction.case_id].line
             raise SuiteError(f"duplicate prediction for case {prediction.case_id!r} (first on line {first})",
@@ -81,6 +89,21 @@ def load_predictions(path: str | Path) -> dict[str, Prediction]:
                                         '{"id": "case-id", "sql": "SELECT ..."} per line ("sql": null for a case '
                                         'the model left unanswered)')
     return predictions
+
+
+def _refuse_multiline_json(path: Path, raw: bytes, number: int) -> None:
+    """A file that is one JSON value spread over several lines (``json.dump(..., indent=2)``) gets its own message."""
+    if len(raw.strip().splitlines()) < 2:
+        return
+    try:
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return
+    if isinstance(data, (list, dict)):
+        what = "a JSON array" if isinstance(data, list) else "one JSON object"
+        raise SuiteError(f"the file is {what} spread over several lines, not JSON Lines", path=path, line=number,
+                         fix='write one object per line: {"id": "case-id", "sql": "SELECT ..."} '
+                             "(json.dumps(p) for each prediction, no indent=)")
 
 
 def _parse_line(path: Path, number: int, line: str) -> Prediction:

@@ -65,7 +65,17 @@ def _predictions_file(ctx: LoadContext, data: LineMapping):
     """`predictions:` a JSON Lines file beside the suite (None when the suite has none)."""
     if data.get("predictions") is None:
         return None
-    path = ctx.resolve(str(data["predictions"]))
+    value, line = data["predictions"], data.key_lines.get("predictions")
+    if not isinstance(value, str):
+        raise ctx.error(f"`predictions:` is the path of a JSON Lines file, not {yaml_type(value)}", line,
+                        fix="write e.g. `predictions: preds.jsonl` (relative to the suite file)")
+    if not value.strip():
+        raise ctx.error("`predictions:` is empty", line,
+                        fix="write e.g. `predictions: preds.jsonl` (relative to the suite file), or leave the key out")
+    path = ctx.resolve(value)
+    if path.is_dir():
+        raise ctx.error(f"the predictions path is a directory, not a file: {path}", line,
+                        fix="name the JSON Lines file inside it, e.g. `predictions: preds/model.jsonl`")
     if not path.is_file():
         raise ctx.error(f"predictions file not found: {path}", data.key_lines.get("predictions"),
                         fix="give a JSON Lines file path relative to the suite file")
@@ -202,5 +212,8 @@ def _positive_number(ctx: LoadContext, data: Mapping, key: str, *, integer: bool
     except ValueError as exc:
         fixes = {"max_memory": "write e.g. `max_memory: 2GiB` (or 512MB, or a number of bytes)",
                  "max_rows": "write e.g. `max_rows: 100000`"}
-        raise ctx.error(str(exc), data.key_lines.get(key),
-                        fix=fixes.get(key, f"write e.g. `{key}: 30` (seconds)")) from None
+        fix = fixes.get(key, f"write e.g. `{key}: 30` (seconds)")
+        if isinstance(value, str) and re.fullmatch(r"[+]?\d+(\.\d*)?[eE][+-]?\d+", value.strip()):
+            number = float(value)  # YAML 1.1 reads `1e6` (no dot) as text: say so, and write the number out
+            fix = f"YAML reads {value} as text, not a number: write `{key}: {int(number) if number.is_integer() else number}`"
+        raise ctx.error(str(exc), data.key_lines.get(key), fix=fix) from None

@@ -88,10 +88,18 @@ def _fmt_count(value: float) -> str:
     return f"{value:.4f}".rstrip("0")
 
 
+def _path_parts(metric: str) -> list[str]:
+    """``by_difficulty.<level>.<metric>`` split in three: a level may hold dots (``level.2``), metric names do not."""
+    parts = metric.removeprefix(OVERALL_PREFIX).split(".")
+    if parts[0] in ("by_difficulty", "by_tag") and len(parts) > 3:
+        parts = [parts[0], ".".join(parts[1:-1]), parts[-1]]
+    return parts
+
+
 def metric_of_path(metric: str) -> Metric:
     """The registered metric a (possibly dotted) metric path ends in; raises ThresholdError for a path or a
     metric it does not know."""
-    parts = metric.removeprefix(OVERALL_PREFIX).split(".")
+    parts = _path_parts(metric)
     known_path = (len(parts) == 1 or (parts[0] == "by_gold_sql" and len(parts) == 2)
                   or (parts[0] in ("by_difficulty", "by_tag") and len(parts) == 3 and bool(parts[1])))
     if not known_path:
@@ -155,7 +163,7 @@ def merge(*layers: Iterable[Threshold]) -> list[Threshold]:
 
 def lookup(aggregates: Mapping[str, Any], metric: str) -> float | None:
     node: Any = aggregates
-    parts = metric.removeprefix(OVERALL_PREFIX).split(".")
+    parts = _path_parts(metric)
     if parts[0] not in BREAKDOWNS:
         node = aggregates.get("metrics", {})
     for part in parts:

@@ -133,6 +133,10 @@ def read_yaml(path: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
+        if problem == "but found another document":  # PyYAML's words for a second `---` document
+            raise SuiteError("a suite file holds one YAML document, and a second one starts here", path=path,
+                             line=mark.line + 1 if mark else None,
+                             fix="remove this `---` (or move the second document into a suite file of its own)") from None
         raise SuiteError(
             f"invalid YAML: {problem}",
             path=path,

@@ -150,6 +150,12 @@ JUNK_AFTER_BLOCKS = [
     (G_UNION, P_UNION + " /* order by */", 1),
     ("SELECT name FROM singer", "(SELECT name FROM singer) -- c", 1),
     ("SELECT name FROM singer", "(SELECT name FROM singer) extra words", 1),
+    ("SELECT name FROM singer", "(SELECT name FROM singer) ORDER BY name", 1),
+    ("SELECT name FROM singer ORDER BY name", "(SELECT name FROM singer) ORDER BY name", 0),
+    (G_UNION, P_UNION + " ORDER BY name", 1),  # parse_sql returns at the set operation's ")"
+    ("SELECT name FROM singer", "(SELECT name FROM singer) LIMIT 3", 1),
+    ("SELECT name FROM singer WHERE age > 20", "(SELECT name FROM singer) WHERE age > 20", 0),
+    ("SELECT name FROM singer", "(SELECT name FROM singer) UNION SELECT name FROM singer", 0),
     (G_LIMIT5, "SELECT name FROM singer ORDER BY age LIMIT 3answer", 1),
     (G_LIMIT5, "SELECT name FROM singer ORDER BY age LIMIT 3 answer", 1),
     ("SELECT name FROM singer GROUP BY name", "SELECT name FROM singer GROUP BY name..", 1),  # ".." a word of its own

@@ -255,7 +255,8 @@ def test_baseline_gates_in_the_step_summary_and_junit_serial_and_xdist(pytester)
     assert ("| ❌ | overall::max_regressed | 6 | 3 | FAIL 6 regressed case(s) (passed in the baseline, missed now) "
             "&gt; 3 allowed: s::q1, s::q2, s::q4, s::q5, s::q6, s::q7 |") in text
     assert ("| ✅ | s::soft_f1 vs baseline | -0.1282 | 0.0000 | PASS soft_f1 dropped 0.1282 vs baseline "
-            "(95% CI [-0.28, 0.00], p=0.133, 16 pairs): not significant at alpha 0.05 |") in text  # not -0.0000
+            "(95% CI \\[-0.28, 0.00\\], p=0.133, 16 pairs): not significant at alpha 0.05 |") in text  # not -0.0000
+    # (brackets escaped: a Markdown cell never turns data into a link)
     assert ("| execution accuracy | 0.5625 | [0.3318, 0.7690] | 0.5556 | 0.8750 | -0.3125 ▼ | [-0.4343, 0.0689] "
             "| 0.1250 |") in text
     regressed = text[text.index("<b>Regressed cases (6)</b>"):]

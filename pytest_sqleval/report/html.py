@@ -37,7 +37,7 @@ def render_html(report: dict[str, Any]) -> str:
         verdict=view.verdict_line(report),
         commit=view.commit_label(report),
         chart_suite=_chart_suite(report),
-        failed=bool(view.failed_gates(report)),
+        failed=view.run_failed(report),
         gates=view.gates(report),
         baseline=view.baseline(report),
         overall=_overall(report),
@@ -94,8 +94,8 @@ def _chart_suite(report: dict[str, Any]) -> int:
     regressed = [len(view.pairs(report, s.get("name", "")).get("regressed") or []) for s in suites]
     if max(regressed) > 0:
         return regressed.index(max(regressed))
-    failed = [i for i, s in enumerate(suites) if not view.suite_passed(report, s)]
-    if failed:
+    failed = [i for i, s in enumerate(suites) if not view.suite_passed(report, s) and s.get("metrics")]
+    if failed:  # a suite with no scored case (every case errored) has nothing to chart
         return failed[0]
     sizes = [s.get("cases", 0) for s in suites]
     return sizes.index(max(sizes))

@@ -58,9 +58,16 @@ def case_keys() -> tuple[str, ...]:
     return REPORT_KEYS + tuple(k for k in active_registry().case_keys() if k not in REPORT_KEYS)
 
 
+#: Case keys docs/report-format.md promises on every case: null where the case never got that far (a suite error,
+#: a prediction that did not run), never absent.
+ALWAYS_WRITTEN = frozenset({"error", "outcome", "valid", "execution_match", "soft_f1", "exact_match", "clauses",
+                            "vacuous", "mismatch", "exact_match_reason", "order_note", "bird_soft_f1",
+                            "execution_match_first"})
+
+
 def case_entry(record: dict[str, Any], keys: tuple[str, ...] | None = None) -> dict[str, Any]:
     keys = keys or case_keys()
-    entry = {key: record.get(key) for key in keys if key in record or key in ("error", "outcome")}
+    entry = {key: record.get(key) for key in keys if key in record or key in ALWAYS_WRITTEN}
     if entry.get("interaction") is None:
         entry.pop("interaction", None)
         entry.pop("turn", None)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from . import view
+from .diff import printable
 
 #: Cases listed per miss reason (and regressed cases per suite) before "... and N more".
 LIST_LIMIT = 30
@@ -29,15 +31,20 @@ MAX_CHARS = 65000
 SQL_LIMIT = 300
 
 
+#: Inline Markdown a cell shows as text (a backslash escapes it): links and images, emphasis, code, strikethrough.
+_INLINE_SYNTAX = re.compile(r"[\\`*\[\]~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
 def cell(value: Any) -> str:
-    """Text safe inside a GitHub table cell: HTML-escaped, pipes escaped, one line."""
-    text = html.escape(" ".join(str(value).split()), quote=False)
-    return text.replace("|", "\\|")
+    """Text safe inside a GitHub table cell: HTML-escaped, Markdown syntax and pipes escaped, one line, control
+    and bidirectional-override characters shown as escapes."""
+    text = html.escape(printable(" ".join(str(value).split())), quote=False)
+    return _INLINE_SYNTAX.sub(lambda m: "\\" + m.group(0), text).replace("|", "\\|")
 
 
 def code(value: Any, limit: int = SQL_LIMIT) -> str:
     """Inline code that survives backticks, pipes and angle brackets (an HTML <code> element)."""
-    text = " ".join(str(value).split())
+    text = printable(" ".join(str(value).split()))
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return "<code>" + html.escape(text, quote=False).replace("|", "&#124;") + "</code>"
@@ -84,15 +91,14 @@ def is_step_summary(path: str | os.PathLike) -> bool:
 
 # --------------------------------------------------------------------------- sections
 def _headline(lines: list[str], report: dict[str, Any]) -> None:
-    failed = view.failed_gates(report)
-    mark = "❌" if failed else "✅"
+    mark = "❌" if view.run_failed(report) else "✅"
     lines.append(f"## {mark} sqleval: {view.verdict_line(report)}")
     lines.append("")
     outcomes = view.overall_outcomes(report)
     total = sum(s.get("cases", 0) for s in report.get("suites", []))
     parts = ", ".join(f"{n} {name}" for name, n in outcomes.items() if n)
     suites = report.get("suites", [])
-    line = f"**{total} cases** in {len(suites)} suite{'s' if len(suites) != 1 else ''}"
+    line = f"**{total} case{'s' if total != 1 else ''}** in {len(suites)} suite{'s' if len(suites) != 1 else ''}"
     if parts:
         line += f": {parts}"
     commit = view.commit_label(report)
@@ -154,6 +160,24 @@ def _suite(lines: list[str], report: dict[str, Any], suite: dict[str, Any], list
     cases = view.cases_of(report, name)
     _regressed(lines, report, name, cases, list_limit)
     _misses(lines, cases, list_limit)
+    _errors(lines, cases, list_limit)
+
+
+def _errors(lines: list[str], cases: list[dict[str, Any]], list_limit: int) -> None:
+    """The cases that are errors of the suite (a broken gold, a database that cannot be opened): which, and why."""
+    errored = [c for c in cases if c.get("outcome") == "error"]
+    if not errored:
+        return
+    lines.append(f"<details><summary><b>Errors of the suite ({len(errored)})</b>: not scored, they fail the run"
+                 "</summary>")
+    lines.append("")
+    for case in errored[:list_limit]:
+        lines.append(f"- {code(case.get('id'))}: {cell((case.get('error') or {}).get('message', ''))}")
+    if len(errored) > list_limit:
+        lines.append(f"- … and {len(errored) - list_limit} more (all of them are in the JSON report)")
+    lines.append("")
+    lines.append("</details>")
+    lines.append("")
 
 
 def _metrics_table(lines: list[str], metrics: dict[str, Any], intervals: dict[str, Any], by_gold: dict[str, Any] | None,

@@ -46,7 +46,8 @@ def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool
     agg = summary.aggregates
     outcomes = ", ".join(f"{n} {name}" for name, n in agg["outcomes"].items() if n)
     tr.write_line(printable(f"suite {summary.name} ({summary.path})"))  # a name can hold an escape or a newline
-    tr.write_line(f"  {agg['cases']} cases: {outcomes} | execution profile {summary.execution['profile']}"
+    cases = f"{agg['cases']} case{'s' if agg['cases'] != 1 else ''}"
+    tr.write_line(f"  {cases}: {outcomes} | execution profile {summary.execution['profile']}"
                   f" | exact match {summary.exact_match_profile or '-'} | pass_if {summary.pass_if}")
     _write_metrics(tr, agg)
     _write_breakdown(tr, "difficulty", agg.get("by_difficulty", {}))
@@ -64,6 +65,9 @@ def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool
 def _write_metrics(tr, agg: dict) -> None:
     metrics, grouped = agg["metrics"], agg.get("by_gold_sql", {})
     intervals = agg.get("intervals", {})
+    if not any(m.name in metrics for m in active_registry().reported()):
+        tr.write_line("  no case was scored: no metrics")  # every case an error of the suite (a broken gold...)
+        return
     tr.write_line(f"  {'metric':<31} {'value':>8} {'95% interval':>18}   {'per gold SQL':>12}")
     for metric in active_registry().reported():
         key, label = metric.name, metric.label
@@ -170,7 +174,7 @@ def write_deploy_gate(tr, report: dict) -> None:
                 parts.append(f"{key} {fmt(overall['metrics'][key])}" + (f" {interval}" if interval else ""))
         suites = f"{overall['suites']} suite{'s' if overall['suites'] != 1 else ''}"
         tr.write_line(f"overall ({suites}, {overall['scored']} scored cases, micro-average): "
-                      + ", ".join(parts))
+                      + (", ".join(parts) or "no metrics"))
     baseline = report.get("baseline")
     if baseline:
         tr.write_line(f"compared with the baseline {baseline['path']}:")

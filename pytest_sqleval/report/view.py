@@ -111,9 +111,20 @@ def failed_gates(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [g for g in gates(report) if not g.get("passed")]
 
 
+def _errored(outcomes: dict[str, Any] | None) -> bool:
+    """An errored case (broken gold, unreadable database) or a failed one (``--sqleval-strict``) fails the run."""
+    return any((outcomes or {}).get(name) for name in ("error", "failed"))
+
+
+def run_failed(report: dict[str, Any]) -> bool:
+    """The run's mark: a gate failed, or a case errored or failed (pytest exits 1 either way)."""
+    return bool(failed_gates(report)) or _errored(overall_outcomes(report))
+
+
 def suite_passed(report: dict[str, Any], suite: dict[str, Any]) -> bool:
-    """A suite's mark: its thresholds held and none of its gates (a baseline gate too) failed."""
-    return bool(suite.get("passed", True)) and not any(g.get("suite") == suite.get("name") for g in failed_gates(report))
+    """A suite's mark: its thresholds held, none of its gates (a baseline gate too) failed, no case errored."""
+    return (bool(suite.get("passed", True)) and not _errored(suite.get("outcomes"))
+            and not any(g.get("suite") == suite.get("name") for g in failed_gates(report)))
 
 
 # --------------------------------------------------------------------------- baseline

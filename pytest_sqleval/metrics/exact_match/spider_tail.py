@@ -101,6 +101,9 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
             depth -= 1
             if depth == 0 and block:
                 state, block = "block", False
+                if i + 1 < len(tokens) and i > 0 and _after_set_operation(tokens, i):
+                    # ``A UNION (B) ORDER BY x``: parse_sql returns at the ")" of the set operation's block
+                    return OfficialReading(sql[:token.end + 1])
         elif depth == 0 and kind in _CLAUSES:
             state = _CLAUSES[kind]
         last = token
@@ -172,6 +175,17 @@ def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str |
 def _opens_block(tokens: list[Token], index: int, depth: int) -> bool:
     """A top-level ``(`` that opens the query, or the query after a set operation."""
     return depth == 0 and (index == 0 or tokens[index - 1].token_type in _SET_OPERATORS)
+
+
+def _after_set_operation(tokens: list[Token], close: int) -> bool:
+    """Whether the top-level block that ``tokens[close]`` (a ``)``) closes follows a set operator."""
+    depth = 0
+    for index in range(close, -1, -1):
+        kind = tokens[index].token_type
+        depth += 1 if kind == TokenType.R_PAREN else -1 if kind == TokenType.L_PAREN else 0
+        if depth == 0:
+            return index > 0 and tokens[index - 1].token_type in _SET_OPERATORS
+    return False
 
 
 def _word_boundary(sql: str, before: Token, after: Token) -> bool:
