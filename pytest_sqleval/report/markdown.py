@@ -171,10 +171,7 @@ def _errors(lines: list[str], cases: list[dict[str, Any]], list_limit: int) -> N
     lines.append(f"<details><summary><b>Errors of the suite ({len(errored)})</b>: not scored, they fail the run"
                  "</summary>")
     lines.append("")
-    for case in errored[:list_limit]:
-        lines.append(f"- {code(case.get('id'))}: {cell((case.get('error') or {}).get('message', ''))}")
-    if len(errored) > list_limit:
-        lines.append(f"- … and {len(errored) - list_limit} more (all of them are in the JSON report)")
+    lines.extend(_case_items(errored, lambda case: (case.get("error") or {}).get("message", ""), list_limit))
     lines.append("")
     lines.append("</details>")
     lines.append("")
@@ -293,10 +290,7 @@ def _misses(lines: list[str], cases: list[dict[str, Any]], list_limit: int) -> N
     for reason, group in groups.items():
         lines.append(f"**{cell(reason)}** ({len(group)})")
         lines.append("")
-        for case in group[:list_limit]:
-            lines.append(f"- {code(case.get('id'))}: {cell(view.reason_text(case))}")
-        if len(group) > list_limit:
-            lines.append(f"- … and {len(group) - list_limit} more (all of them are in the JSON report)")
+        lines.extend(_case_items(group, view.reason_text, list_limit))
         lines.append("")
     lines.append("</details>")
     lines.append("")
@@ -312,3 +306,11 @@ def _warnings(lines: list[str], report: dict[str, Any]) -> None:
         lines.append(">")
     lines.pop()
     lines.append("")
+
+
+def _case_items(cases: list, text, list_limit: int) -> list[str]:
+    """One bullet per case (its id, then ``text(case)``), at most ``list_limit``, then how many more there are."""
+    items = [f"- {code(case.get('id'))}: {cell(text(case))}" for case in cases[:list_limit]]
+    if len(cases) > list_limit:
+        items.append(f"- … and {len(cases) - list_limit} more (all of them are in the JSON report)")
+    return items
