@@ -196,6 +196,8 @@ def test_attack_scores_with_a_reason_in_time_and_changes_no_file(engines, files,
         kind, shown = exc.kind, exc.message
         assert exc.message.strip(), "a refusal must say why"
     elapsed = time.monotonic() - started
+    if set(kinds) <= RESOURCE_KINDS:  # a bomb: under load, which limit stops it first may differ (all score 0)
+        kinds = RESOURCE_KINDS
     assert kind in kinds, f"{kind}: {shown[:300]}"
     assert elapsed <= TIMEOUT + WALL_SLACK, elapsed
     assert SECRET not in shown
