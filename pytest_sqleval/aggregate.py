@@ -127,17 +127,17 @@ def grouped_by_gold(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if not groups:
         return {}
     registry = active_registry()
-    per_group = [case_metrics(groups[key], registry) for key in sorted(groups)]
+    reported = case_metrics(records, registry)  # present_when is the suite's question, never a group's
     result: dict[str, Any] = {"groups": len(groups)}
     for metric in registry.case_metrics():
-        if not metric.per_gold:
+        if not metric.per_gold or metric.name not in reported:
             continue
         if metric.kind == "count":  # MRO 3.2: the sum of the per-group rates
             rates = [_count_rate(metric, groups[key]) for key in sorted(groups)]
             if any(rate is not None for rate in rates):
                 result[metric.name] = math.fsum(rate for rate in rates if rate is not None)
             continue
-        value = mean(g.get(metric.name) for g in per_group)
+        value = mean(aggregate_metric(metric, groups[key]) for key in sorted(groups))
         if value is not None:
             result[metric.name] = value
     return result

@@ -193,7 +193,7 @@ def _absolute(text: str, base: Path, where: str = "") -> str:
 
 
 def _spec(database: str, setup: list[str], where: str):
-    from .suite import DatabaseSpec
+    from .suite import DatabaseSpec, file_url
 
     for script in setup:
         if not Path(script).is_file():
@@ -216,7 +216,7 @@ def _spec(database: str, setup: list[str], where: str):
         pytest.fail(f"{where}: database file not found: {path} (paths in the marker are relative to the test file, "
                     "in the ini option to the ini file)", pytrace=False)
     scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
-    return DatabaseSpec(url=f"{scheme}:///{path}", source=database)
+    return DatabaseSpec(url=file_url(scheme, path), source=database)
 
 
 # --------------------------------------------------------------------------- sqleval_query

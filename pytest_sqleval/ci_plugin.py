@@ -38,6 +38,8 @@ from typing import Any
 
 import pytest
 
+from .options import OptionGroup
+
 JUNIT_MISS_POLICIES = ("skipped", "failure", "passed")
 GATE_STAT_KEYS = ("gate failed", "gates failed")
 REPORT_KEY = pytest.StashKey["dict | None"]()
@@ -46,7 +48,7 @@ CI_KEY = pytest.StashKey["CIState"]()
 
 # --------------------------------------------------------------------------- options
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("sqleval")
+    group = OptionGroup(parser, "sqleval")
     group.addoption("--sqleval-markdown", metavar="PATH", default=None,
                     help="write a Markdown summary (GitHub-flavoured; appended when PATH is $GITHUB_STEP_SUMMARY).")
     group.addoption("--sqleval-html", metavar="PATH", default=None,

@@ -259,7 +259,7 @@ def case_limits(state, suite: Suite) -> dict[str, Any]:
 
 def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
     """``--sqleval-check-gold``: findings on the gold instead of scoring the prediction."""
-    from .evaluate import base_record, strict_text
+    from .evaluate import base_record, text_errors
     from .goldcheck import Finding, check_gold, findings_record
     from .sql.rewrite import strip_distinct
 
@@ -273,7 +273,7 @@ def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
             for finding in check_gold(gold, run.result, engine, dialect=prepared.dialect,
                                       timeout=state.timeout_for(item.suite), max_rows=state.max_rows_for(item.suite),
                                       size_threshold=state.settings.gold_size, ran_sql=ran_sql,
-                                      strict_text=strict_text(options)):
+                                      text_errors=text_errors(options)):
                 where = [f"gold #{number}"] if len(golds) > 1 else []
                 where += [run.database] if len(engines) > 1 else []
                 if where:

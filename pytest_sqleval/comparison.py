@@ -35,6 +35,16 @@ empty
     ``match``: always a match (any column counts). ``match_same_columns``: a
     match when the column counts agree. ``miss``: never a match.
     A match of two empty results is always reported as *vacuous*.
+numbers
+    ``value``: numbers compare by value whatever the driver returned: a
+    ``Decimal`` (DuckDB DECIMAL, PostgreSQL NUMERIC) is an int when integral
+    and a float otherwise, so ``Decimal("0.1")`` equals the float ``0.1``,
+    and NaN equals NaN. ``python``: the driver's values compare with Python's
+    ``==``, as the official scripts compare them (BIRD's ``set()``,
+    LogicCat's ``==``, test-suite's ``result_eq``): ``Decimal("0.1")`` is not
+    the float ``0.1`` (Python compares them exactly) and NaN never equals
+    NaN, while ``1 == 1.0 == Decimal("1.00")`` and ``2.5 == Decimal("2.5")``.
+    With ``float_decimals`` set, Decimals are rounded as floats under both.
 
 Profiles
 --------
@@ -50,6 +60,7 @@ built-ins are in force.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
+from difflib import get_close_matches
 from typing import Any, Literal, Mapping
 
 RowOrder = Literal["order_by", "order_by_text", "always", "ignore"]
@@ -59,6 +70,7 @@ Columns = Literal["match", "positional"]
 Distinct = Literal["keep", "strip"]
 Nulls = Literal["equal", "distinct"]
 Empty = Literal["match", "match_same_columns", "miss"]
+Numbers = Literal["value", "python"]
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "row_order": ("order_by", "order_by_text", "always", "ignore"),
@@ -68,6 +80,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "distinct": ("keep", "strip"),
     "nulls": ("equal", "distinct"),
     "empty": ("match", "match_same_columns", "miss"),
+    "numbers": ("value", "python"),
 }
 
 
@@ -83,6 +96,7 @@ class ComparisonOptions:
     float_decimals: int | None = None
     nulls: Nulls = "equal"
     empty: Empty = "match_same_columns"
+    numbers: Numbers = "value"
     profile: str = "sqleval"
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> ComparisonOptions:
@@ -105,6 +119,7 @@ EXECUTION_PROFILES: dict[str, ComparisonOptions] = {
         columns="match",
         distinct="strip",
         empty="match",
+        numbers="python",
         profile="test-suite",
     ),
     # BIRD (original and mini-dev): set(pred_rows) == set(gold_rows).
@@ -115,6 +130,7 @@ EXECUTION_PROFILES: dict[str, ComparisonOptions] = {
         columns="positional",
         distinct="keep",
         empty="match",
+        numbers="python",
         profile="bird",
     ),
     # MRO paper 2.1.1: same shape, columns matched one-to-one, each column
@@ -136,6 +152,7 @@ EXECUTION_PROFILES: dict[str, ComparisonOptions] = {
         columns="positional",
         distinct="keep",
         empty="match",
+        numbers="python",
         profile="logiccat",
     ),
 }
@@ -194,6 +211,49 @@ def resolve_execution(spec: str | Mapping[str, Any] | None,
     overrides = dict(spec)
     base = _profile(overrides.pop("profile", "sqleval"), table)
     return base.with_overrides(overrides)
+
+
+def locate_problem(spec: Any, profiles: Mapping[str, ComparisonOptions] | None = None) -> tuple[str | None, str]:
+    """For a ``spec`` :func:`resolve_execution` refuses: the key of the mapping at fault (None: the spec itself,
+    or nothing found) and the fix to print, naming the closest valid profile, option or value."""
+    table = active_profiles() if profiles is None else profiles
+    if not isinstance(spec, Mapping):
+        return None, _fix_of_profile(spec, table, "execution")
+    for name, value in spec.items():
+        if name == "profile":
+            if not isinstance(value, str) or value not in table:
+                return "profile", _fix_of_profile(value, table, "profile")
+            continue
+        try:
+            validate_option(name, value)
+        except OptionError:
+            return name, _fix_of_option(name, value)
+    return ("profile" if "profile" in spec else None), _fix_of_profile(spec.get("profile", "sqleval"), table, "profile")
+
+
+def _fix_of_profile(name: Any, table: Mapping[str, ComparisonOptions], key: str) -> str:
+    if isinstance(name, str) and name in table:  # the name is known: its options, set by a hook, are not
+        return (f"correct profiles[{name!r}] in your pytest_sqleval_execution_profiles hook (conftest.py or plugin): "
+                f"a ComparisonOptions whose options take the values the README's comparison table lists")
+    close = get_close_matches(str(name).lower(), list(map(str, table)), n=1)
+    if close:
+        return f"write `{key}: {close[0]}` (the message lists every profile)"
+    return f"write `{key}:` with one of the profiles the message lists"
+
+
+def _fix_of_option(name: Any, value: Any) -> str:
+    if name not in OPTION_NAMES:
+        close = get_close_matches(str(name).lower(), OPTION_NAMES, n=1)
+        if close:
+            return f"write `{close[0]}: {value}` (the options are in the README's comparison table)"
+        return "use an option the message lists; see the comparison profiles in the README"
+    if name == "float_decimals":
+        return "write a whole number of decimal places, e.g. `float_decimals: 2`, or `float_decimals: null` to compare exact values"
+    allowed = list(CHOICES[name])
+    close = get_close_matches(str(value).lower(), allowed, n=1)
+    first = close[0] if close else allowed[0]
+    rest = [choice for choice in allowed if choice != first]
+    return f"write `{name}: {first}` (or {', '.join(rest)})"
 
 
 def _profile(name: str, table: Mapping[str, ComparisonOptions]) -> ComparisonOptions:

@@ -13,10 +13,11 @@ import glob
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from .errors import SuiteError
 from .load_context import LoadContext, check_keys, yaml_type
-from .suite import DatabaseSpec, SchemaSource
+from .suite import DatabaseSpec, SchemaSource, file_url
 from .yaml_lines import LineMapping
 
 DATABASE_KEYS = ("url", "setup")
@@ -59,7 +60,20 @@ def _database_list(ctx: LoadContext, value: Any, line: int) -> tuple[DatabaseSpe
     if not isinstance(value, list) or not value:
         raise ctx.error("`databases:` must be a non-empty list or a glob pattern", line,
                         fix="write `databases: [a.sqlite, b.sqlite]` or `databases: \"variants/*.sqlite\"`")
-    return tuple(_database(ctx, item, value.item_lines[i]) for i, item in enumerate(value))
+    specs = tuple(_database(ctx, item, value.item_lines[i]) for i, item in enumerate(value))
+    _refuse_repeats(ctx, specs, value.item_lines)
+    return specs
+
+
+def _refuse_repeats(ctx: LoadContext, specs: tuple[DatabaseSpec, ...], lines: list[int]) -> None:
+    """A database listed twice (as written, or as `a.sqlite` and `./a.sqlite`): a test suite would run it twice."""
+    first_of: dict[tuple[str, tuple[Path, ...]], int] = {}
+    for i, spec in enumerate(specs):
+        first = first_of.setdefault((spec.url, spec.setup), i)
+        if first != i:
+            raise ctx.error(f"`databases:` lists {spec.source} twice (entries {first + 1} and {i + 1})", lines[i],
+                            fix="list each database once: the gold and the prediction run on every database of the "
+                                "list, and the same one again adds nothing")
 
 
 def _database(ctx: LoadContext, value: Any, line: int | None) -> DatabaseSpec:
@@ -91,14 +105,14 @@ def _database_from_text(ctx: LoadContext, text: str, line: int | None) -> Databa
             prefix, rest = expanded.split(":///", 1)
             file_part, query = (rest.split("?", 1) + [""])[:2]
             if file_part != ":memory:":
-                resolved = ctx.resolve(file_part)
+                resolved = ctx.resolve(unquote(file_part))  # a URL's database part is percent-encoded
                 _require_file(ctx, resolved, line)
-                expanded = f"{prefix}:///{resolved}" + (f"?{query}" if query else "")
+                expanded = file_url(prefix, resolved) + (f"?{query}" if query else "")
         return DatabaseSpec(url=expanded, source=text)
     resolved = ctx.resolve(expanded)
     _require_file(ctx, resolved, line)
     scheme = "duckdb" if resolved.suffix.lower() in DUCKDB_SUFFIXES else "sqlite"
-    return DatabaseSpec(url=f"{scheme}:///{resolved}", source=text)
+    return DatabaseSpec(url=file_url(scheme, resolved), source=text)
 
 
 def _require_file(ctx: LoadContext, path: Path, line: int | None) -> None:

@@ -204,10 +204,23 @@ def _baseline_gates(comparison: Mapping[str, Any], rule: BaselineRule, alpha: fl
     return gates
 
 
+def _rule_label(rule: BaselineRule) -> str:
+    """The metric as the rule names it: ``execution_accuracy`` (each suite), ``overall:...`` or ``<suite>:...``, so
+    that a rule for every suite and one for a single suite, both gating that suite, are told apart."""
+    return f"{rule.scope}:{rule.metric}" if rule.scope else rule.metric
+
+
+def _gate_name(suite: str, rule: BaselineRule) -> str:
+    """``alpha::execution_accuracy vs baseline`` (the rule for each suite, or ``overall:``);
+    ``alpha::alpha:execution_accuracy vs baseline`` (the rule for suite alpha alone)."""
+    metric = rule.metric if rule.scope in (None, "overall") else _rule_label(rule)
+    return f"{suite}::{metric} vs baseline"
+
+
 def _missing(rule: BaselineRule, suite: str, why: str) -> dict[str, Any]:
-    return {"name": f"{suite}::{rule.metric} vs baseline", "kind": "fail_under_baseline", "suite": suite,
+    return {"name": _gate_name(suite, rule), "kind": "fail_under_baseline", "suite": suite,
             "metric": rule.metric, "value": None, "limit": 0.0 - rule.tolerance, "passed": False,
-            "message": f"FAIL {rule.metric} vs baseline: {why}"}
+            "message": f"FAIL {_rule_label(rule)} vs baseline: {why}"}
 
 
 def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alpha: float) -> dict[str, Any]:
@@ -218,7 +231,7 @@ def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alp
     lower_is_better = definition is not None and definition.direction == "lower"
     drop, dropped = (delta, "rose") if lower_is_better else (-delta, "dropped")
     evidence = f"(95% CI [{lo:.2f}, {hi:.2f}], p={format_p(p)}, {stats['n_pairs']} pairs)"
-    label = rule.metric if suite != "overall" else f"overall:{rule.metric}"
+    label = _rule_label(rule)
     tolerance = f"{rule.tolerance:g}"
     significant = p < alpha
     # a drop equal to the tolerance is within it: 1.0 - 0.7 is 0.30000000000000004 in floating point
@@ -237,7 +250,7 @@ def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alp
         passed = True
         message = f"PASS {label} {dropped} {drop:.4f} vs baseline {evidence}: not significant at alpha {alpha:g}"
     limit = rule.tolerance if lower_is_better else 0.0 - rule.tolerance  # 0.0 - 0.0 is 0.0, not -0.0
-    return {"name": f"{suite}::{rule.metric} vs baseline", "kind": "fail_under_baseline", "suite": suite,
+    return {"name": _gate_name(suite, rule), "kind": "fail_under_baseline", "suite": suite,
             "metric": rule.metric, "value": delta, "limit": limit, "p_value": p, "ci": [lo, hi],
             "alpha": alpha, "passed": passed, "message": message}
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .options import number_ini
+from .options import OptionGroup, number_ini
 
 if TYPE_CHECKING:  # pragma: no cover
     from .deploygate import GateOptions
@@ -25,7 +25,7 @@ DEPLOY_KEY = pytest.StashKey["DeployState"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("sqleval")
+    group = OptionGroup(parser, "sqleval")
     group.addoption("--sqleval-baseline", metavar="PATH", default=None,
                     help="compare with a baseline sqleval-report/1 JSON (the deployed model's run), case by case.")
     group.addoption("--sqleval-max-regressed", metavar="N", default=None,
@@ -52,6 +52,8 @@ class DeployState:
     started: float
     baseline: dict[str, Any] | None = None
     report: dict[str, Any] | None = None
+    #: The run had cases and every one fell to another shard: nothing to run is normal then, not "no tests ran".
+    shard_empty: bool = False
 
 
 def _ini(config: pytest.Config, name: str):
@@ -134,6 +136,24 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = kept
+    deploy.shard_empty = not kept
+    if hasattr(config, "workerinput"):  # the controller collects nothing: it learns it from its workers
+        config.workeroutput["sqleval_shard_empty"] = deploy.shard_empty  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    deploy = node.config.stash.get(DEPLOY_KEY, None)
+    if deploy is not None and (getattr(node, "workeroutput", None) or {}).get("sqleval_shard_empty"):
+        deploy.shard_empty = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A shard that got no case exits 0 (more shards than cases is normal), and writes its report with no cases."""
+    deploy = session.config.stash.get(DEPLOY_KEY, None)
+    if deploy is not None and deploy.shard_empty and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -205,6 +225,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     from .report.terminal import write_deploy_gate
 
     write_deploy_gate(terminalreporter, deploy.report)
+    if deploy.shard_empty:
+        terminalreporter.write_line(f"sqleval: shard {deploy.shard[0]}/{deploy.shard[1]} got no case (the other shards "
+                                    "have them all): nothing to run, exit status 0")
     if deploy.shard is not None:
         terminalreporter.write_line(f"sqleval: shard {deploy.shard[0]}/{deploy.shard[1]}: the gates above are this "
                                     "shard's alone and do not set the exit status; merge the shards' reports with "

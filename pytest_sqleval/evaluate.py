@@ -153,7 +153,7 @@ class Evaluator:
                 return self._gold_with_hidden_keys(gold, sql, plan, options, engine, dialect, display, timeout, max_rows,
                                                    max_memory=max_memory)
             result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                               strict_text=strict_text(options))
+                               text_errors=text_errors(options))
         except QueryError as exc:
             return GoldError(f"the gold query failed on {display} ({exc.kind}): {exc.message}")
         groups = None
@@ -168,11 +168,11 @@ class Evaluator:
             hidden_sql = strip_distinct(hidden_sql, dialect)
         try:
             keyed = run_query(engine, hidden_sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                              strict_text=strict_text(options))
+                              text_errors=text_errors(options))
         except QueryError:
             # The rewrite is not valid on this engine: compare in the gold's exact order instead.
             result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                               strict_text=strict_text(options))
+                               text_errors=text_errors(options))
             return GoldRun(display, result, True, None, "ORDER BY keys not in the output; tied rows compared in gold order")
         width = len(keyed.columns) - plan.hidden_key_count
         result = QueryResult(columns=keyed.columns[:width], rows=[row[:width] for row in keyed.rows])
@@ -257,7 +257,7 @@ class Evaluator:
             return False
         try:
             run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                      prefetch=True, strict_text=strict_text(options))
+                      prefetch=True, text_errors=text_errors(options))
         except QueryError:
             return False  # refused before it was sent: _run_gold runs it again and reports it
         self._gold_planned[key] = (sql, plan)
@@ -553,7 +553,7 @@ def case_soft_f1(gold: QueryResult, pred: QueryResult, verdict, options: Compari
     the same values, so every best pairing scores 1), which saves computing it."""
     if verdict.match:
         return 1.0
-    return soft_f1(gold, pred, float_decimals=options.float_decimals, nulls=options.nulls)
+    return soft_f1(gold, pred, float_decimals=options.float_decimals, nulls=options.nulls, numbers=options.numbers)
 
 
 def run_prediction(engine, prediction: str, options: ComparisonOptions, dialect: str, timeout: float, max_rows: int,
@@ -563,16 +563,16 @@ def run_prediction(engine, prediction: str, options: ComparisonOptions, dialect:
     rewrite = prediction_rewrite(options)
     return run_query(engine, prediction, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect,
                      rewrite=rewrite, allow_functions=allow_functions, max_memory=max_memory,
-                     strict_text=strict_text(options))
+                     text_errors=text_errors(options))
 
 
-def strict_text(options: ComparisonOptions) -> bool | str:
-    """Is text that is not valid UTF-8 in a result an error (the ``bird`` profile: Python's sqlite3 raises, and
-    BIRD scores the item 0)? ``"ignore"`` for the ``test-suite`` profile: its official script's ``text_factory``
-    drops each bad byte (``b.decode(errors="ignore")``). Elsewhere each bad byte reads as U+FFFD."""
+def text_errors(options: ComparisonOptions) -> str:
+    """How a profile reads text that is not valid UTF-8 in a result (Python's ``errors=`` names): ``"strict"`` for
+    ``bird`` (Python's sqlite3 raises, and BIRD scores the item 0), ``"ignore"`` for ``test-suite`` (its official
+    script's ``text_factory`` drops each bad byte: ``b.decode(errors="ignore")``), else ``"replace"`` (U+FFFD)."""
     if options.profile == "bird":
-        return True
-    return "ignore" if options.profile == "test-suite" else False
+        return "strict"
+    return "ignore" if options.profile == "test-suite" else "replace"
 
 
 def prefetch_prediction(suite: Suite, prediction: str | None, engines: Sequence[Any], prepared: Prepared,
@@ -584,7 +584,7 @@ def prefetch_prediction(suite: Suite, prediction: str | None, engines: Sequence[
     try:
         run_query(engines[0], prediction, timeout=timeout, max_rows=max_rows, untrusted=True,
                   dialect=prepared.dialect, rewrite=prediction_rewrite(suite.execution), prefetch=True,
-                  strict_text=strict_text(suite.execution), **limits)
+                  text_errors=text_errors(suite.execution), **limits)
     except QueryError:
         return  # refused before it was sent (e.g. a profile's one-statement rule): run_prediction raises it again
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from .options import OptionGroup
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("sqleval")
+    group = OptionGroup(parser, "sqleval")
     group.addoption("--sqleval-efficiency", action="store_true", default=None,
                     help="time gold and prediction of every matching case (100 runs each, as BIRD mini-dev does) "
                          "and report BIRD's R-VES as r_ves; slow, off by default.")

@@ -62,7 +62,7 @@ class EngineFactoryFixture:
 
 
 def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
-    from .suite import DatabaseSpec
+    from .suite import DatabaseSpec, file_url
 
     if isinstance(database, DatabaseSpec):
         return database
@@ -79,7 +79,7 @@ def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
         return DatabaseSpec(url=url, setup=scripts, source=text)
     path = Path(text).resolve()
     scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
-    return DatabaseSpec(url=f"{scheme}:///{path}", setup=scripts, source=text)
+    return DatabaseSpec(url=file_url(scheme, path), setup=scripts, source=text)
 
 
 @pytest.fixture

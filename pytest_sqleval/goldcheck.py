@@ -60,15 +60,15 @@ class Finding:
 
 def check_gold(gold_sql: str, result: QueryResult, engine, *, dialect: str, timeout: float, max_rows: int,
                size_threshold: int = DEFAULT_SIZE_THRESHOLD, ran_sql: str | None = None,
-               strict_text: bool | str = False) -> list[Finding]:
-    """Findings for one gold query whose first run gave ``result``. ``ran_sql`` and ``strict_text``: what that
+               text_errors: str = "replace") -> list[Finding]:
+    """Findings for one gold query whose first run gave ``result``. ``ran_sql`` and ``text_errors``: what that
     run executed and how it read text (the profile's DISTINCT stripping and text decoding), so the second run
     that tests stability repeats it exactly."""
     findings = vacuous_findings(result)
     if len(result.rows) > size_threshold:
         findings.append(Finding("large", "warning", f"returns {len(result.rows)} rows (threshold {size_threshold})"))
     findings.extend(determinism_findings(gold_sql, result, engine, dialect=dialect, timeout=timeout, max_rows=max_rows,
-                                         ran_sql=ran_sql, strict_text=strict_text))
+                                         ran_sql=ran_sql, text_errors=text_errors))
     return findings
 
 
@@ -87,7 +87,7 @@ def vacuous_findings(result: QueryResult) -> list[Finding]:
 
 @bounded_stack
 def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect: str, timeout: float,
-                         max_rows: int, ran_sql: str | None = None, strict_text: bool | str = False) -> list[Finding]:
+                         max_rows: int, ran_sql: str | None = None, text_errors: str = "replace") -> list[Finding]:
     findings: list[Finding] = []
     try:
         outer = _outermost(gold_sql, dialect)
@@ -110,7 +110,7 @@ def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect:
                                         f"{too_complex_reason(exc)}: the tie check at LIMIT {limit} was skipped"))
             if tie:
                 findings.append(Finding("ties_at_limit", "warning", tie))
-    second = _rerun(ran_sql or gold_sql, engine, timeout, max_rows, strict_text)
+    second = _rerun(ran_sql or gold_sql, engine, timeout, max_rows, text_errors)
     if second is not None and not _same(result, second, ordered=outer is not None and outer.args.get("order") is not None):
         findings.append(Finding("unstable", "broken", "two runs of the gold returned different results"))
     return findings
@@ -167,9 +167,9 @@ def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialec
     return None
 
 
-def _rerun(sql: str, engine, timeout: float, max_rows: int, strict_text: bool | str = False) -> QueryResult | None:
+def _rerun(sql: str, engine, timeout: float, max_rows: int, text_errors: str = "replace") -> QueryResult | None:
     try:
-        return run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, strict_text=strict_text)
+        return run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, text_errors=text_errors)
     except QueryError:
         return None
 

@@ -197,7 +197,8 @@ def _turns(ctx: LoadContext, entry: LineMapping, case_id: str, first_index: int,
     turns = entry["interaction"]
     line = entry.key_lines["interaction"]
     if not isinstance(turns, list) or not turns:
-        raise ctx.error(f"interaction {case_id!r} has no turns", line,
+        problem = "has no turns" if not turns else f"must be a list of turns, not {yaml_type(turns)}"
+        raise ctx.error(f"interaction {case_id!r} {problem}", line,
                         fix="list its turns: `interaction: [{question: ..., gold: ...}, ...]`")
     cases = []
     for number, turn in enumerate(turns, start=1):

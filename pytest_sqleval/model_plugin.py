@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .options import number_ini
+from .options import OptionGroup, number_ini
 
 RUNTIME_KEY = pytest.StashKey["ModelRuntime"]()
 SAVED_KEY = pytest.StashKey[str]()
@@ -45,7 +45,7 @@ def _price(text: str) -> float:
 def pytest_addoption(parser: pytest.Parser) -> None:
     from .options import positive_float, positive_int  # lazy argparse types: settings load only when used
 
-    group = parser.getgroup("sqleval-model", "text-to-SQL evaluation: the model in the loop (pytest-sqleval)")
+    group = OptionGroup(parser, "sqleval-model", "text-to-SQL evaluation: the model in the loop (pytest-sqleval)")
     group.addoption("--sqleval-model", metavar="NAME", default=None,
                     help="predict with this model through an OpenAI-compatible endpoint (overrides a suite's `model:` name).")
     group.addoption("--sqleval-model-url", metavar="URL", default=None,
@@ -264,6 +264,8 @@ def sqleval_prediction(request: pytest.FixtureRequest, sqleval_predictor):
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     runtime = config.stash.get(RUNTIME_KEY, None)
+    if runtime is not None and session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        runtime.interrupted = True  # Ctrl-C (or a stop): calls under way are not waited for
     if runtime is None or hasattr(config, "workerinput") or runtime.settings.save_predictions is None:
         return
     from .model.usage import save_predictions

@@ -44,8 +44,21 @@ def number_ini() -> dict:
     return {"type": str | float, "default": ""}
 
 
+class OptionGroup:
+    """``parser.getgroup(name, description)`` whose options name their ``dest`` (the one argparse derives from the
+    first name: ``--sqleval-max-rows`` -> ``sqleval_max_rows``). pytest 9 checks an option given without one
+    against every option already added, so registering ours cost each run, active or not, ~3,600 look-ups."""
+
+    def __init__(self, parser: pytest.Parser, name: str, description: str = "") -> None:
+        self._group = parser.getgroup(name, description)
+
+    def addoption(self, *names: str, **attrs) -> None:
+        attrs.setdefault("dest", names[0].lstrip("-").replace("-", "_"))
+        self._group.addoption(*names, **attrs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("sqleval", "text-to-SQL evaluation (pytest-sqleval)")
+    group = OptionGroup(parser, "sqleval", "text-to-SQL evaluation (pytest-sqleval)")
     group.addoption("--sqleval", action="store_true", default=False,
                     help="collect *.sqleval.yaml suites (and YAML files named on the command line) and evaluate them.")
     group.addoption("--sqleval-predictions", metavar="FILE", default=None,

@@ -207,6 +207,9 @@ def _check_report_path(path, option: str) -> None:
     target = Path(path)
     if target.is_dir():
         raise pytest.UsageError(f"{option} {path} is a directory; give a file path, e.g. {target / 'report.json'}")
+    blocking = next((parent for parent in target.parents if parent.exists()), None)  # folders are made as needed
+    if blocking is not None and not blocking.is_dir():
+        raise pytest.UsageError(f"{option} {path}: {blocking} is a file, not a folder; give a path in a folder")
 
 
 def _shared_build_dir(config: pytest.Config) -> Path | None:
@@ -220,7 +223,12 @@ def _build_dir(worker: str) -> Path:
     """Where this process builds setup-script databases: a private temporary directory, removed at the end."""
     import tempfile
 
-    return Path(tempfile.mkdtemp(prefix=f"sqleval-{worker}-", dir=os.environ.get("SQLEVAL_BUILD_DIR")))
+    parent = os.environ.get("SQLEVAL_BUILD_DIR") or None
+    try:
+        return Path(tempfile.mkdtemp(prefix=f"sqleval-{worker}-", dir=parent))
+    except OSError as exc:
+        raise pytest.UsageError(f"SQLEVAL_BUILD_DIR={parent}: cannot create a build folder there "
+                                f"({exc.strerror or exc}); set it to an existing, writable folder, or unset it") from None
 
 
 @pytest.hookimpl(optionalhook=True)

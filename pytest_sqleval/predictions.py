@@ -110,6 +110,12 @@ def _parse_line(path: Path, number: int, line: str) -> Prediction:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
+        if line.split(None, 1)[0].upper() in ("SELECT", "WITH"):  # the official format: one SQL per line, by position
+            raise SuiteError("not valid JSON: this is one SQL per line (the official Spider/SParC format), "
+                             "not JSON Lines matched by id", path=path, line=number,
+                             fix=f"convert it with `sqleval import spider|sparc|cosql SRC -o DIR --predictions {path}` "
+                                 "(it writes DIR/predictions.jsonl), or write one object per line: "
+                                 '{"id": "case-id", "sql": "SELECT ..."}') from None
         raise SuiteError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=number,
                          fix='write one object per line: {"id": "case-id", "sql": "SELECT ..."}') from None
     except RecursionError:

@@ -65,7 +65,7 @@ class SqlevalSession:
         for suite in self.state.suites.values():
             for case in suite.cases:
                 known.update((case.id, f"{suite.name}::{case.id}"))
-        unknown = unmatched_ids(self.state.predictions, known)
+        unknown = [] if _lf_skipped_files(config) else unmatched_ids(self.state.predictions, known)
         path = self.state.settings.predictions
         if not unknown:
             from .predictions import conflicting_ids
@@ -128,6 +128,7 @@ class SqlevalSession:
             if not _stopped_early(stop, session) or not self.state.records or is_worker(self.config) \
                     or self.state.settings.check_gold:
                 raise
+            self._stopped_early = True  # the summary says that its figures cover the cases that ran only
             self._finish_loop(session)
             raise
         if is_worker(self.config) or self.config.option.collectonly or self.state.settings.check_gold:
@@ -252,6 +253,11 @@ class SqlevalSession:
                       section=section)
         if self.state.json_error:
             terminalreporter.write_line(f"sqleval: {self.state.json_error}", red=True, bold=True)
+        if getattr(self, "_stopped_early", False):
+            ran = len(self.state.records)
+            terminalreporter.write_line(f"sqleval: the run stopped early (-x/--maxfail): the summary, the gates and the "
+                                        f"reports cover only the {ran} case{'s' if ran != 1 else ''} that ran",
+                                        yellow=True, bold=True)
 
 
 class PassedPhaseReports:
@@ -321,6 +327,13 @@ def _stopped_early(stop: BaseException, session: pytest.Session) -> bool:
     if isinstance(stop, pytest.Session.Failed):
         return bool(session.shouldfail)
     return type(stop) is not KeyboardInterrupt and str(stop).startswith("stopping after ")
+
+
+def _lf_skipped_files(config: pytest.Config) -> bool:
+    """``--lf`` left out whole files without a failure: the predictions of their cases match nothing collected
+    here, yet they matched in the run ``--lf`` repeats (pytest's counter is private: without it, check as usual)."""
+    lastfailed = config.pluginmanager.get_plugin("lfplugin")
+    return isinstance(getattr(lastfailed, "_skipped_files", None), int) and lastfailed._skipped_files > 0
 
 
 def _runs_xdist_workers(config: pytest.Config) -> bool:

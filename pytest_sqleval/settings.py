@@ -166,8 +166,10 @@ def resolve_settings(config) -> Settings:
     connect_cli = getattr(option, "sqleval_connect_timeout", None)
     connect_timeout = connect_cli or _ini_number(_getini(config, "sqleval_connect_timeout"), "sqleval_connect_timeout",
                                                  connect_seconds)
-    predictions = option.sqleval_predictions or _ini_path(config, ini("sqleval_predictions"))
-    json_path = option.sqleval_json or _ini_output_path(ini("sqleval_json"), "sqleval_json")
+    predictions = _cli_path(option.sqleval_predictions, "--sqleval-predictions", "a JSON Lines predictions file") \
+        or _ini_path(config, ini("sqleval_predictions"))
+    json_path = _cli_path(option.sqleval_json, "--sqleval-json", "a file path for the JSON report") \
+        or _ini_output_path(ini("sqleval_json"), "sqleval_json")
     ini_thresholds = []
     for line in config.getini("sqleval_thresholds"):
         try:
@@ -196,6 +198,15 @@ def resolve_settings(config) -> Settings:
         connect_timeout_from_cli=connect_cli is not None,
         allow_functions=_ini_function_names(_getini(config, "sqleval_allow_functions")),
     )
+
+
+def _cli_path(value, option: str, what: str):
+    """A path given on the command line. An empty one (``--sqleval-predictions="$UNSET"`` in a CI script) is an
+    error: read as the option left out, the suites' own `predicted:` would be scored instead of the model's file."""
+    if value is not None and not str(value).strip():
+        raise SettingsError(f"argument {option}: expected {what}, not an empty path {value!r} "
+                            "(is the variable that should hold it set?)")
+    return value
 
 
 def _ini_path(config, value):

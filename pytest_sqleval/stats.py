@@ -15,7 +15,9 @@ same numbers.
   (for a paired comparison, pass the per-pair differences).
 - :func:`sign_flip`: the two-sided paired sign-flip permutation test of a mean
   difference (exact enumeration up to :data:`EXACT_FLIP_LIMIT` non-zero
-  differences, else seeded Monte Carlo with the add-one correction).
+  differences; exact by grouping equal sizes when the differences take few
+  distinct values, as 0/1 scores do; else seeded Monte Carlo with the add-one
+  correction).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import itertools
 import math
 import random
 import sys
+from collections import Counter
 from typing import Iterator, Sequence
 
 #: The 0.975 quantile of the standard normal distribution (a two-sided 95% interval).
@@ -35,6 +38,9 @@ SEED = 20261201
 RESAMPLES = 1000
 #: Up to this many non-zero paired differences, the sign-flip test enumerates all 2^n flips.
 EXACT_FLIP_LIMIT = 12
+#: A step of the exact sign-flip count by size costs about this many Monte Carlo draws: past n * resamples / this
+#: many steps (many distinct sizes), the Monte Carlo estimate is taken instead.
+FLIP_STEP_COST = 8
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
@@ -62,7 +68,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
+    tail = sum(_binomial_row(n, min(b, c)))
     return min(1.0, 2 * tail / 2**n)
 
 
@@ -230,7 +236,11 @@ def sign_flip(differences: Sequence[float], *, seed: int = SEED, resamples: int 
 
     Under the null each difference is as likely positive as negative. Zero differences do not
     change the statistic and are left out. Exact for up to EXACT_FLIP_LIMIT non-zero
-    differences; otherwise (1 + #{|flipped sum| >= |observed sum|}) / (resamples + 1).
+    differences, and for more when they take few distinct sizes (:func:`_flips_by_size`: the
+    differences of 0/1 scores give the exact binomial sign test, McNemar's p); otherwise
+    (1 + #{|flipped sum| >= |observed sum|}) / (resamples + 1) over ``resamples`` seeded random
+    flips of the sorted differences (the same differences in any order give the same p), whose
+    standard error is sqrt(p (1 - p) / resamples): about 0.007 at p = 0.05 for 1,000.
     """
     nonzero = [float(d) for d in differences if d != 0]
     if not nonzero:
@@ -244,6 +254,10 @@ def sign_flip(differences: Sequence[float], *, seed: int = SEED, resamples: int 
             if abs(math.fsum(s * d for s, d in zip(signs, nonzero))) >= observed - tolerance:
                 hits += 1
         return hits / total
+    exact = _flips_by_size(nonzero, observed - tolerance, budget=resamples * len(nonzero) // FLIP_STEP_COST)
+    if exact is not None:
+        return exact
+    nonzero.sort()
     rng = random.Random(seed)
     hits = 0
     for _ in range(resamples):
@@ -251,3 +265,36 @@ def sign_flip(differences: Sequence[float], *, seed: int = SEED, resamples: int 
         if abs(flipped) >= observed - tolerance:
             hits += 1
     return (hits + 1) / (resamples + 1)
+
+
+def _flips_by_size(nonzero: list[float], reach: float, *, budget: int) -> float | None:
+    """The exact sign-flip p-value, counting patterns by size instead of enumerating 2^n of them: of the n
+    differences of size a, k flipped positive add a (2k - n) to the sum, in C(n, k) patterns; the distribution of
+    the sum is built size by size. None when that takes more than ``budget`` steps (many distinct sizes): the
+    caller's Monte Carlo is then the cheaper estimate."""
+    sizes = Counter(abs(d) for d in nonzero)
+    if len(sizes) == 1:  # one size (0/1 scores): the binomial sign test, which is the exact McNemar test
+        worse = sum(1 for d in nonzero if d < 0)
+        return mcnemar_exact(worse, len(nonzero) - worse)
+    sums: dict[float, int] = {0.0: 1}
+    steps_taken = 0
+    for size, count in sorted(sizes.items()):
+        steps_taken += len(sums) * (count + 1)
+        if steps_taken > budget:
+            return None
+        moves = [(size * (2 * k - count), ways) for k, ways in enumerate(_binomial_row(count))]
+        grown: dict[float, int] = {}
+        for total, patterns in sums.items():
+            for move, ways in moves:
+                grown[total + move] = grown.get(total + move, 0) + patterns * ways
+        sums = grown
+    return sum(patterns for total, patterns in sums.items() if abs(total) >= reach) / (1 << len(nonzero))
+
+
+def _binomial_row(n: int, last: int | None = None) -> list[int]:
+    """C(n, 0), ..., C(n, last) (default: to C(n, n)), each from the one before: ``math.comb`` per k took 80 s for
+    the McNemar tail of 20,000 discordant pairs."""
+    row = [1]
+    for k in range(n if last is None else min(last, n)):
+        row.append(row[-1] * (n - k) // (k + 1))
+    return row

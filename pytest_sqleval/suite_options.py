@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .comparison import ComparisonOptions, OptionError, resolve_execution
+from .comparison import ComparisonOptions, OptionError, locate_problem, resolve_execution
 from .load_context import LoadContext, check_keys, yaml_type
 from .passrule import DEFAULT_PASS_RULE_TEXT, PassRuleError, parse_pass_rule
 from .thresholds import ThresholdError, make_threshold
@@ -128,6 +128,10 @@ def _check_clause_profile(ctx: LoadContext, pass_if, exact_match, line: int | No
 def _dialect(ctx: LoadContext, value: Any, line: int | None) -> str | None:
     if value is None:
         return None
+    if isinstance(value, str) and not value.strip():  # sqlglot reads "" as its generic dialect: not what was meant
+        raise ctx.error("`dialect:` is empty", line,
+                        fix="write a sqlglot dialect name such as sqlite, duckdb, postgres, mysql, bigquery, snowflake, "
+                            "or leave the key out (the default is taken from the database)")
     from sqlglot.dialects.dialect import Dialect
 
     try:
@@ -147,7 +151,10 @@ def _execution(ctx: LoadContext, value: Any, line: int | None,
     try:
         return resolve_execution(value, profiles)
     except OptionError as exc:
-        raise ctx.error(str(exc), line, fix="see the comparison profiles and options in the README") from None
+        key, fix = locate_problem(value, profiles)
+        if key is not None and isinstance(value, LineMapping):
+            line = value.key_lines.get(key, line)
+        raise ctx.error(str(exc), line, fix=fix) from None
 
 
 def _exact_match(ctx: LoadContext, value: Any, line: int | None):
@@ -187,8 +194,22 @@ def _thresholds(ctx: LoadContext, value: Any, line: int | None) -> dict[str, flo
         try:
             thresholds[str(metric)] = make_threshold(str(metric), bound, "suite").value
         except ThresholdError as exc:
-            raise ctx.error(str(exc), metric_line, fix="see the metric names in the README") from None
+            raise ctx.error(str(exc), metric_line,
+                            fix="write `metric: number`, e.g. `execution_accuracy: 0.6` (a rate, from 0 to 1) or "
+                                "`error_count: 5` (a count); the metrics are in the README's Metrics table") from None
+        if isinstance(bound, str):  # `"0.8"`, or YAML 1.1's `8e-1`: text, as a timeout's would be refused
+            raise ctx.error(f"threshold for {metric} must be a number, not the text {bound!r}", metric_line,
+                            fix=_number_written_as_text(str(metric), bound))
     return thresholds
+
+
+def _number_written_as_text(key: str, text: str) -> str:
+    """The fix for a number YAML read as text: the number written out (`1e6`, which YAML 1.1 reads as text, or a
+    quoted number)."""
+    number = float(text)
+    if re.fullmatch(r"[+]?\d+(\.\d*)?[eE][+-]?\d+", text.strip()):
+        return f"YAML reads {text} as text, not a number: write `{key}: {int(number) if number.is_integer() else number}`"
+    return f"write `{key}: {text.strip()}` without the quotes"
 
 
 def _positive_number(ctx: LoadContext, data: Mapping, key: str, *, integer: bool = False,

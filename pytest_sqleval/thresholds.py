@@ -44,8 +44,17 @@ class Threshold:
         if actual is None:
             return Verdict(self, None, False)
         if self.bound == "min":
-            return Verdict(self, actual, actual >= self.value)
-        return Verdict(self, actual, actual <= self.value)
+            return Verdict(self, actual, actual >= self.value or same_value(actual, self.value))
+        return Verdict(self, actual, actual <= self.value or same_value(actual, self.value))
+
+
+def same_value(actual: float, limit: float) -> bool:
+    """An aggregate equal to its limit up to the last bits of floating-point arithmetic: a mean of scores or of
+    per-gold-SQL rates (fsum, then a division) can land one bit below the number it equals (0.7 and 0.1 average
+    0.39999999999999997), which must not fail a minimum of 0.4."""
+    import math
+
+    return math.isclose(actual, limit, rel_tol=1e-12, abs_tol=1e-12)
 
 
 @dataclass(frozen=True)
@@ -59,9 +68,11 @@ class Verdict:
         word = "PASS" if self.passed else "FAIL"
         fmt = _fmt_rate if t.bound == "min" else _fmt_count
         if self.actual is None:
-            return f"{word} {t.metric}: not computed in this run (no case produced it), required {_symbol(t.bound, True)} {fmt(t.value)}"
+            limit = fmt(t.value, _decimals(t.value))
+            return f"{word} {t.metric}: not computed in this run (no case produced it), required {_symbol(t.bound, True)} {limit}"
         relation = _symbol(t.bound, self.passed)
-        return f"{word} {t.metric} {fmt(self.actual)} {relation} {fmt(t.value)}"
+        actual, limit = _shown(self.actual, t.value, fmt)
+        return f"{word} {t.metric} {actual} {relation} {limit}"
 
     def as_json(self) -> dict[str, Any]:
         t = self.threshold
@@ -74,18 +85,41 @@ def _symbol(bound: str, passed: bool) -> str:
     return "<=" if passed else ">"
 
 
-def _fmt_rate(value: float) -> str:
-    """Two to four decimals: 0.6 -> 0.60, 0.58704 -> 0.587, 1.0 -> 1.00."""
-    text = f"{value:.4f}".rstrip("0")
+def _fmt_rate(value: float, decimals: int = 4) -> str:
+    """Two to four (``decimals``) decimals: 0.6 -> 0.60, 0.58704 -> 0.587, 1.0 -> 1.00."""
+    text = f"{value:.{decimals}f}".rstrip("0")
     decimals = len(text.split(".", 1)[1])
     return text + "0" * max(0, 2 - decimals)
 
 
-def _fmt_count(value: float) -> str:
-    """A whole number when it is one (error_count 7); a grouped count keeps up to four decimals."""
+def _fmt_count(value: float, decimals: int = 4) -> str:
+    """A whole number when it is one (error_count 7); a grouped count keeps up to four (``decimals``) decimals."""
     if float(value).is_integer():
         return str(int(value))
-    return f"{value:.4f}".rstrip("0")
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
+
+
+#: The most decimals a verdict line shows (a difference below that is the arithmetic's, see same_value).
+_MAX_DECIMALS = 12
+
+
+def _decimals(limit: float) -> int:
+    """The decimals of a limit as it was written (0.57143 -> 5), at least four, at most _MAX_DECIMALS."""
+    from decimal import Decimal
+
+    exponent = Decimal(repr(float(limit))).as_tuple().exponent
+    return min(max(4, -exponent if isinstance(exponent, int) else 0), _MAX_DECIMALS)
+
+
+def _shown(actual: float, limit: float, fmt) -> tuple[str, str]:
+    """The value and the limit of a verdict line: the limit as written, the value with as many decimals as it
+    takes to show it on its side of the limit (never ``FAIL soft_f1 0.6667 < 0.6667``)."""
+    decimals = _decimals(limit)
+    shown_limit, shown = fmt(limit, decimals), fmt(actual, decimals)
+    while shown == shown_limit and not same_value(actual, limit) and decimals < _MAX_DECIMALS:
+        decimals += 1
+        shown = fmt(actual, decimals)
+    return shown, shown_limit
 
 
 def _path_parts(metric: str) -> list[str]:
@@ -94,6 +128,19 @@ def _path_parts(metric: str) -> list[str]:
     if parts[0] in ("by_difficulty", "by_tag") and len(parts) > 3:
         parts = [parts[0], ".".join(parts[1:-1]), parts[-1]]
     return parts
+
+
+#: The classifier's levels: a case's `difficulty: Hard` is counted under `hard` (loader._difficulty_label).
+_LEVELS = ("easy", "medium", "hard", "extra")
+
+
+def _canonical_level(metric: str) -> str:
+    """``by_difficulty.HARD.<metric>`` names the bucket the cases' ``difficulty: HARD`` is counted in: ``hard``
+    (other levels are kept as written, as the cases' are)."""
+    parts = _path_parts(metric)
+    if parts[0] == "by_difficulty" and len(parts) == 3 and parts[1].lower() in _LEVELS:
+        return ".".join((parts[0], parts[1].lower(), parts[2]))
+    return metric
 
 
 def metric_of_path(metric: str) -> Metric:
@@ -107,7 +154,13 @@ def metric_of_path(metric: str) -> Metric:
             f"unknown metric path {metric!r}; use a metric name, by_gold_sql.<metric>, "
             f"by_difficulty.<level>.<metric> or by_tag.<tag>.<metric>"
         )
-    return gateable_metric(parts[-1])
+    found = gateable_metric(parts[-1])
+    if len(parts) > 1 and (found.scope != "case" or parts[0] == "by_gold_sql" and not found.per_gold):
+        # never computed, so it could only ever fail as "not computed in this run"
+        what = "a figure over interactions" if found.scope != "case" else f"a {found.kind}"
+        raise ThresholdError(f"{metric}: {found.name} is {what} with no {parts[0]} breakdown; "
+                             f"gate {found.name} itself")
+    return found
 
 
 def gateable_metric(name: str) -> Metric:
@@ -125,6 +178,7 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
     if metric.startswith(OVERALL_PREFIX) and metric.removeprefix(OVERALL_PREFIX).split(".")[0] in BREAKDOWNS:
         raise ThresholdError(f"{metric}: the overall figure has no breakdowns; use overall:<metric>")
     found = metric_of_path(metric)
+    metric = _canonical_level(metric)
     bound, kind = found.bound, found.kind
     if isinstance(value, bool):  # YAML `true`/`yes`: float(True) would silently be 1.0
         raise ThresholdError(f"threshold for {metric} must be a number, not {str(value).lower()}")

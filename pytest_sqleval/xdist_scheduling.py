@@ -129,6 +129,6 @@ class InteractionScheduling(CountedPending, CrashedItemNotRerun, LoadScopeSchedu
     """``load`` scheduling, except that an interaction's turns form one scope (crashed items not rerun)."""
 
     def _split_scope(self, nodeid: str) -> str:
-        if "@" in nodeid:  # an explicit xdist_group under --dist loadgroup
-            return nodeid.split("@")[-1]
+        if nodeid.rfind("@") > nodeid.rfind("]"):  # an explicit xdist_group (`nodeid@group`, as xdist reads it);
+            return nodeid.split("@")[-1]  # an '@' in a folder or an interaction id comes before the turn's `[n]`
         return interaction_scope(nodeid) or nodeid

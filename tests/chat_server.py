@@ -187,9 +187,10 @@ def _last_user(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def chat_fixture(default_script: dict[str, Any] | None = None):
+def chat_fixture(default_script: dict[str, Any] | None = None, server_class: type[ChatServer] | None = None):
     """The ``chat`` fixture of the model tests: ``chat(script=default_script, **kwargs)`` starts a loopback server
-    (stopped at the test's end) and points ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` at it, with proxies off."""
+    (a ``server_class``, default :class:`ChatServer`; stopped at the test's end) and points
+    ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` at it, with proxies off."""
     import pytest
 
     @pytest.fixture
@@ -197,7 +198,8 @@ def chat_fixture(default_script: dict[str, Any] | None = None):
         servers = []
 
         def start(script: dict[str, Any] | None = None, **kwargs) -> ChatServer:
-            server = ChatServer(script if script is not None else default_script, **kwargs).__enter__()
+            server = (server_class or ChatServer)(script if script is not None else default_script,
+                                                  **kwargs).__enter__()
             servers.append(server)
             monkeypatch.setenv("OPENAI_BASE_URL", server.url)
             monkeypatch.setenv("OPENAI_API_KEY", "test-key")

@@ -40,7 +40,7 @@ SQLITE = [
      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
      "SELECT count(*) FROM n a, n b WHERE a.i + b.i = 7", "timeout"),
     ("huge-result", "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n", "row_limit"),
-    ("huge-blob", "SELECT randomblob(500000000)", "runtime"),
+    ("huge-blob", "SELECT randomblob(500000000)", "memory"),  # SQLite: string or blob too big (a resource limit)
 ]
 
 DUCKDB = [

@@ -189,3 +189,59 @@ def test_comma_cross_and_inner_joins_are_one_kind_in_every_dialect(dialect):
     assert verdicts[comma].clauses["from"] and verdicts[cross].clauses["from"]
     assert verdicts[comma].clauses == verdicts[cross].clauses
     assert not verdicts[left].clauses["from"]
+
+
+# -- `t.*` --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("pred", ["SELECT singer.* FROM singer", "SELECT s.* FROM singer AS s",
+                                  "SELECT S.* FROM singer s", "SELECT * FROM singer"])
+def test_a_whole_row_of_the_only_source_is_star(pred: str) -> None:
+    assert sqleval("SELECT * FROM singer", pred).match
+    assert sqleval("SELECT singer.* FROM singer", pred).match
+
+
+@pytest.mark.parametrize("gold, pred", [
+    # with a join, `s.*` is only singer's columns
+    ("SELECT * FROM singer AS s JOIN concert AS c ON s.singer_id = c.year",
+     "SELECT s.* FROM singer AS s JOIN concert AS c ON s.singer_id = c.year"),
+    # a qualifier that is no source of the query is not read as `*`
+    ("SELECT * FROM singer", "SELECT concert.* FROM singer"),
+    # inside a function `t.*` is a row value, not every column
+    ("SELECT count(*) FROM singer", "SELECT count(singer.*) FROM singer"),
+])
+def test_a_whole_row_that_is_not_every_column_is_not_star(gold: str, pred: str) -> None:
+    assert not sqleval(gold, pred).match
+
+
+def test_a_whole_row_in_a_subquery_is_star_in_its_own_scope() -> None:
+    gold = "SELECT name FROM singer WHERE singer_id IN (SELECT * FROM concert)"
+    assert sqleval(gold, "SELECT name FROM singer WHERE singer_id IN (SELECT concert.* FROM concert)").match
+    assert sqleval(gold, "SELECT name FROM singer WHERE singer_id IN (SELECT c.* FROM concert AS c)").match
+
+
+# -- NATURAL JOIN --------------------------------------------------------------------------------
+def test_a_natural_join_is_the_join_on_its_common_columns() -> None:
+    explicit = ("SELECT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id")
+    assert sqleval(explicit, "SELECT name FROM singer NATURAL JOIN singer_in_concert").match
+    assert sqleval(explicit, "SELECT name FROM singer JOIN singer_in_concert USING (singer_id)").match
+    # two common columns (concert_id, stadium_id... here: concert.name and stadium.name, stadium_id)
+    both = ("SELECT T1.year FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id "
+            "AND T1.name = T2.name")
+    assert sqleval(both, "SELECT year FROM concert NATURAL JOIN stadium").match
+    assert not sqleval(both.split(" AND ")[0], "SELECT year FROM concert NATURAL JOIN stadium").match
+
+
+def test_a_natural_join_keeps_its_side_and_differs_from_a_cross_join() -> None:
+    left = "SELECT T1.name FROM singer AS T1 LEFT JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id"
+    assert sqleval(left, "SELECT name FROM singer NATURAL LEFT JOIN singer_in_concert").match
+    assert not sqleval(left, "SELECT name FROM singer NATURAL JOIN singer_in_concert").match
+    assert not sqleval("SELECT name FROM singer CROSS JOIN singer_in_concert",
+                       "SELECT name FROM singer NATURAL JOIN singer_in_concert").match
+    # no common column: a NATURAL JOIN is a cross join
+    assert sqleval("SELECT T1.name FROM singer AS T1 CROSS JOIN addresses AS T2",
+                   "SELECT name FROM singer NATURAL JOIN addresses").match
+
+
+def test_a_natural_join_of_an_unknown_table_is_left_as_written() -> None:
+    assert not sqleval("SELECT name FROM singer JOIN mystery ON singer.singer_id = mystery.singer_id",
+                       "SELECT name FROM singer NATURAL JOIN mystery").match
+    assert sqleval("SELECT name FROM singer NATURAL JOIN mystery", "SELECT name FROM singer NATURAL JOIN mystery").match

@@ -100,7 +100,7 @@ def test_an_unknown_profile_lists_the_available_ones_with_the_users(shop):
     result.stdout.fnmatch_lines([
         "*typo.sqleval.yaml:2: unknown execution profile 'mien'; "
         "profiles are: sqleval, test-suite, bird, mro, logiccat, mine",
-        "*fix: see the comparison profiles and options in the README",
+        "*fix: write `execution: mine` (the message lists every profile)",
     ])
     assert result.ret != 0
 

@@ -145,9 +145,26 @@ def test_a_json_path_that_is_a_directory_is_a_usage_error(project):
     assert "INTERNALERROR" not in result.stderr.str() + result.stdout.str()
 
 
-def test_an_unwritable_json_path_fails_the_run_with_a_message(project):
+def test_a_json_path_below_a_file_is_a_usage_error_before_the_run(project):
     (project.path / "blocker").write_text("a file, not a directory")
     result = project.runpytest_subprocess("--sqleval", "--sqleval-json", "blocker/report.json")
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--sqleval-json blocker/report.json: blocker is a file, not a folder" in result.stderr.str()
+
+
+def test_a_json_path_that_becomes_unwritable_fails_the_run_with_a_message(project):
+    (project.path / "out").mkdir()
+    project.makeconftest("""
+        import shutil
+        from pathlib import Path
+
+        def pytest_sessionstart(session):  # after the plugin checked the path: the folder becomes a file
+            shutil.rmtree("out")
+            Path("out").write_text("a file now")
+    """)
+    result = project.runpytest_subprocess("--sqleval", "--sqleval-json", "out/report.json")
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output
     assert "cannot write the JSON report" in output

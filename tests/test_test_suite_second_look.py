@@ -161,7 +161,7 @@ def test_run_query_drops_bad_bytes_only_when_asked(tmp_path):
     build(tmp_path / "a.sqlite", BASE)
     engine = sqlite_engine(tmp_path / "a.sqlite")
     sql = "SELECT s FROM bad WHERE id IN (1, 3) ORDER BY id"
-    assert run_query(engine, sql, strict_text="ignore").rows == [("ab",), ("",)]
+    assert run_query(engine, sql, text_errors="ignore").rows == [("ab",), ("",)]
     assert run_query(engine, sql).rows == [("a\ufffdb",), ("\ufffd",)]
 
 

@@ -157,6 +157,8 @@ def generate_command(args: argparse.Namespace) -> int:
         return _fail("generate", str(exc))
     except DatabaseError as exc:  # the database failed under the pipeline (e.g. in a query process)
         return _fail("generate", str(exc))
+    except OSError as exc:  # the suite or the report cannot be written there
+        return _fail("generate", f"cannot write {exc.filename or args.output}: {exc.strerror or exc}")
     print(report.summary())
     return EXIT_OK
 

@@ -110,6 +110,16 @@ def quotas(weights: Mapping[str, float], total: int) -> dict[str, int]:
     return {k: v for k, v in result.items() if v}
 
 
+def take_quotas(left: dict[str, int], n: int) -> dict[str, int]:
+    """One request's share of ``n`` from what is ``left`` of the run's quotas (``left`` is updated), so that over
+    all requests each name gets its quota of the whole count: a batch's own rounding, repeated, asked every
+    one-query request for the first name by alphabet only."""
+    taken = quotas(left, n)
+    for name, count in taken.items():
+        left[name] -= count
+    return taken
+
+
 # --------------------------------------------------------------------------- prompts
 SQL_PROMPT_SYSTEM = ("You write {dialect} SQL queries over a database for a text-to-SQL evaluation dataset. "
                      "Write the SQL first; the natural-language questions are written later from the SQL.")
@@ -299,6 +309,7 @@ class GenerationReport:
 def _open(database: str):
     from ..errors import DatabaseError
     from ..execution.backends import backend_for, remember_backend
+    from ..suite import file_url
 
     if "://" in database:
         url = database
@@ -307,7 +318,7 @@ def _open(database: str):
         if not path.is_file():
             raise GenerateError(f"database file not found: {path}", )
         scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
-        url = f"{scheme}:///{path.resolve()}"
+        url = file_url(scheme, path.resolve())
     try:  # read-only, as the suites open it (a DuckDB file stays open to the query processes)
         backend = backend_for(url)
         return remember_backend(backend.open(url), backend)
@@ -420,6 +431,10 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
     from .importers import dump_yaml
 
     output = Path(output)
+    for path, option, example in ((output, "-o", "generated.sqleval.yaml"),
+                                  (_report_path(output, report_path), "--report", "generated.report.json")):
+        if path.is_dir():  # found before any model call, not when the files are written at the end
+            raise GenerateError(f"{option} {path} is a folder: name the file, e.g. {path / example}")
     given = database  # written to the suite as given: a ${VAR} stays one, expanded when the suite runs
     database = expand_env(database, lambda name: os.environ.get(name),
                           lambda name: GenerateError(f"environment variable {name} is not set (in {given})"))
@@ -446,11 +461,12 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
         clause_mix = {k: v for k, v in options.mix.items() if k in CLAUSE_TYPES}
         level_mix = {k: v for k, v in options.mix.items() if k in DIFFICULTY_CLASSES}
         batches = max(1, math.ceil(options.count / options.batch))
+        clauses_left, levels_left = quotas(clause_mix, options.count), quotas(level_mix, options.count)
         kept: list[Kept] = []
         for number in range(batches):
             n = min(options.batch, options.count - number * options.batch)
-            clauses = quotas(clause_mix, n)
-            levels = quotas(level_mix, n)
+            clauses = take_quotas(clauses_left, n)
+            levels = take_quotas(levels_left, n)
             prompt = SQL_PROMPT.format(
                 schema=schema_text, n=n, dialect=dialect, batch=number + 1, batches=batches,
                 clauses=", ".join(f"{c} using {CLAUSE_TYPES[k]}" for k, c in clauses.items()) or "any clauses",

@@ -23,6 +23,7 @@ numbers depend on them; ``official_rewrites=False`` turns them off.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -70,7 +71,7 @@ def read_interactions(path: Path, *, keep_unclosed_last: bool = True) -> list[li
     """
     interactions: list[list[list[str]]] = []
     current: list[list[str]] = []
-    for line in _read_text(path).splitlines(keepends=True):
+    for line in _official_lines(path):
         if not line.strip():
             interactions.append(current)
             current = []
@@ -79,6 +80,12 @@ def read_interactions(path: Path, *, keep_unclosed_last: bool = True) -> list[li
     if current and keep_unclosed_last:
         interactions.append(current)
     return interactions
+
+
+def _official_lines(path: Path) -> list[str]:
+    """The lines as the official scripts' ``f.readlines()`` gives them: only a line end (``\\n``, ``\\r\\n``, ``\\r``)
+    ends a line; a form feed or U+2028 inside a model's SQL does not (``str.splitlines`` would split there)."""
+    return io.StringIO(_read_text(path)).readlines()
 
 
 def read_prediction_lines(path: Path) -> list[list[str | None]]:
@@ -451,7 +458,9 @@ def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = 
             expected = dataset.interactions if dataset.interactions is not None else len(groups)
             if len(lines) != expected:
                 warnings.append(f"{path} has {len(lines)} interactions for {expected} in the gold")
+            warnings.extend(_turn_count_warnings(path, lines[:expected], groups))
         else:
+            _refuse_blank_line_inside(path)
             flat = [sql for turns in lines for sql in turns]
             for item, sql in zip(dataset.items, flat):
                 predicted[item.case_id] = sql
@@ -460,6 +469,33 @@ def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = 
     if rewrite:
         predicted = {k: official_text(v, prediction=True) if v is not None else None for k, v in predicted.items()}
     return predicted, warnings
+
+
+def _turn_count_warnings(path: Path, lines: list[list[str | None]], groups: dict[int, list[Item]],
+                         shown: int = 5) -> list[str]:
+    """Interactions whose predicted turns do not line up with the gold's (an extra line is never scored, a missing
+    one is no prediction): the first ``shown`` by name, then how many more."""
+    differ = [(position, len(preds), groups.get(position, [])) for position, preds in enumerate(lines)
+              if len(preds) != len(groups.get(position, []))]
+    warnings = [f"{path}: interaction {position}{f' ({gold[0].id})' if gold else ''} has {count} "
+                f"turn{'' if count == 1 else 's'} for {len(gold)} in the gold" for position, count, gold in differ[:shown]]
+    if len(differ) > shown:
+        warnings.append(f"{path}: {len(differ) - shown} more interactions have a turn count unlike the gold's")
+    return warnings
+
+
+def _refuse_blank_line_inside(path: Path) -> None:
+    """One SQL per line, aligned with the questions: a blank line before the last prediction would pair every
+    later prediction with the question before it (the official evaluator refuses the file: two sessions)."""
+    lines = _official_lines(path)
+    last = max((number for number, line in enumerate(lines, start=1) if line.strip()), default=0)
+    blank = next((number for number, line in enumerate(lines[:last], start=1) if not line.strip()), None)
+    if blank is not None:
+        raise DatasetError(f"{path} line {blank} is blank: the file has one SQL per line, aligned with the questions, "
+                           f"so every prediction after it would pair with the question before its own",
+                           "write one line per question: a question the model left unanswered needs a placeholder "
+                           "line (e.g. `SELECT`, a miss), or pass JSON Lines with \"sql\": null to "
+                           "--sqleval-predictions; remove the blank line if it is no answer")
 
 
 # --------------------------------------------------------------------------- writing

@@ -41,6 +41,9 @@ class EngineFactory:
     _engines: dict[Any, Any] = field(default_factory=dict)
     _failures: dict[Any, DatabaseError] = field(default_factory=dict)
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
+    #: (URL, digest of the scripts) -> the URL of the database built from them: suites whose scripts have the same
+    #: bytes (copies in two folders) share one build instead of rebuilding (on a server: dropping) it
+    _built: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def engine(self, spec: DatabaseSpec):
         """The read-only engine for ``spec`` (built from its setup scripts the first time)."""
@@ -107,6 +110,7 @@ class EngineFactory:
         (an xdist worker's SIGTERM cleanup cut short by the KeyboardInterrupt execnet raises when its controller
         is gone) leaves what it did not do to the next close, at unconfigure.
         """
+        self._built.clear()
         while self._engines:
             _, engine = self._engines.popitem()
             try:
@@ -132,7 +136,10 @@ class EngineFactory:
         return remember_backend(backend.open(url, connect_timeout=timeout), backend)
 
     def _build(self, backend, spec: DatabaseSpec, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> str:
-        context = BuildContext(folder=self.shared_build_dir or self.build_dir, digest=_setup_digest(spec),
+        digest = _setup_digest(spec)
+        if (spec.url, digest) in self._built:
+            return self._built[spec.url, digest]
+        context = BuildContext(folder=self.shared_build_dir or self.build_dir, digest=digest,
                                run_id=self.run_id, worker=self.worker, connect_timeout=timeout,
                                on_cleanup=self._cleanups.append)
         built = backend.build(spec.url, spec.setup, context)
@@ -140,6 +147,7 @@ class EngineFactory:
             raise DatabaseError(
                 f"setup scripts are supported for SQLite, DuckDB and PostgreSQL, not {spec.dialect} ({spec.display})"
             )
+        self._built[spec.url, digest] = built
         return built
 
 

@@ -41,12 +41,13 @@ DEFAULT_MAX_ROWS = 100_000
 def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
               untrusted: bool = True, dialect: str | None = None, rewrite: str | None = None,
               allow_functions: frozenset[str] | set[str] = frozenset(), max_memory: int | None = None,
-              role: str | None = None, prefetch: bool = False, strict_text: bool | str = False) -> QueryResult | None:
+              role: str | None = None, prefetch: bool = False, text_errors: str = "replace") -> QueryResult | None:
     """Run one query under every limit; raises QueryError(kind) for anything but a result.
 
-    ``strict_text=True``: a result holding text that is not valid UTF-8 is an error (the ``bird`` profile, as
-    Python's sqlite3 does); ``strict_text="ignore"``: each bad byte is dropped (the ``test-suite`` profile, as its
-    official script decodes); otherwise each bad byte reads as U+FFFD.
+    ``text_errors``: how text that is not valid UTF-8 is read, named as Python's ``errors=``: ``"strict"``, a
+    result holding it is an error (the ``bird`` profile, as Python's sqlite3 does); ``"ignore"``, each bad byte is
+    dropped (the ``test-suite`` profile, as its official script decodes); ``"replace"`` (default), each bad byte
+    reads as U+FFFD.
 
     ``prefetch=True`` only sends the query to the query process and returns None: the next call with the same
     arguments (without ``prefetch``) returns its result, and this process works meanwhile (a no-op in-process).
@@ -75,7 +76,7 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
             target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect, rewrite=rewrite,
             allow_functions=allowed, role=role or _restricted_role(engine), engine_dialect=engine_dialect,
             max_memory=DEFAULT_MAX_MEMORY if max_memory is None else max_memory, cut_statement=cut_there,
-            strict_text=strict_text,
+            text_errors=text_errors,
         )
     sql, rewrite = official_statement(sql, dialect, rewrite)
     if sql is None:  # a text without any statement runs nothing and returns no rows, as it does there
@@ -85,7 +86,7 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
     sql = prepare_sql(sql, dialect, untrusted=untrusted, rewrite=rewrite, allow_functions=allowed,
                       engine_dialect=engine_dialect)
     return execute_inline(engine, sql, timeout=timeout, max_rows=max_rows, role=role or _restricted_role(engine),
-                          strict_text=strict_text)
+                          text_errors=text_errors)
 
 
 #: The rewrites that first keep only the statement an official evaluator runs (:func:`official_statement`).
@@ -166,12 +167,12 @@ def _reads_differently(engine_dialect: str, dialect: str) -> bool:
 
 
 def execute_inline(engine, sql: str, *, timeout: float, max_rows: int, role: str | None = None,
-                   timeout_label: float | None = None, strict_text: bool | str = False) -> QueryResult:
+                   timeout_label: float | None = None, text_errors: str = "replace") -> QueryResult:
     """Run already-checked SQL on ``engine`` in this process through its backend, with the engine's own timeout
-    and the row cap (``timeout_label``: the timeout to name in messages; ``strict_text``: see :class:`Limits`)."""
+    and the row cap (``timeout_label``: the timeout to name in messages; ``text_errors``: see :class:`Limits`)."""
     backend = backend_for(engine)
     raw = engine.raw_connection()
     try:
-        return backend.run(raw.dbapi_connection, sql, Limits(timeout, max_rows, role, timeout_label, strict_text))
+        return backend.run(raw.dbapi_connection, sql, Limits(timeout, max_rows, role, timeout_label, text_errors))
     finally:
         raw.close()

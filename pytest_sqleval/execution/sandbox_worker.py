@@ -123,7 +123,7 @@ class Worker:
         executing = time.perf_counter()
         result = execute_inline(engine, sql, timeout=remaining, max_rows=request["max_rows"],
                                 role=request.get("role"), timeout_label=request["timeout"],
-                                strict_text=request.get("strict_text") or False)
+                                text_errors=request.get("text_errors") or "replace")
         elapsed = time.perf_counter() - executing  # what BIRD's R-VES times (QueryResult.elapsed)
         return result.columns, _picklable_rows(result.rows), elapsed
 

@@ -11,6 +11,7 @@ rule out column pairs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +29,8 @@ def kind_and_total(column: Sequence[Any]) -> tuple[str, Any]:
 
     The total is the ``sum`` of an :data:`INTS` column (exact, so equal value
     multisets have equal totals) or of a :data:`FLOATS` column (rounded in
-    the cells' order: a hint, not a fingerprint), the total length of a
+    the cells' order: a hint, not a fingerprint; infinity when an int beyond
+    a float's range stands next to a float), the total length of a
     :data:`TEXT` column (the length of its ``"".join``), else ``None`` or
     whatever ``sum`` returned.
     """
@@ -37,6 +39,8 @@ def kind_and_total(column: Sequence[Any]) -> tuple[str, Any]:
     except TypeError:  # text, bytes, NULL, dates... or a Decimal next to a float
         length = _text_length(column)
         return (OTHER, None) if length is None else (TEXT, length)
+    except OverflowError:  # an int beyond a float's range next to a float (a huge PostgreSQL numeric)
+        return (FLOATS, math.inf) if all(isinstance(value, (int, float)) for value in column) else (OTHER, None)
     if isinstance(total, int):
         return INTS, total
     if isinstance(total, float):

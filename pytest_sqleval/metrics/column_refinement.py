@@ -254,7 +254,8 @@ def _column_fingerprint(column: Column, kind: str, total: Any, ints_by_sum: bool
         return "text", total
     if kind == INTS and ints_by_sum:
         return "number", total
-    if kind == INTS or (kind == FLOATS and (math.isfinite(total) or NAN not in column)):  # a NaN makes the sum NaN
+    # a NaN makes the sum NaN; a total may be an int (the kind is the whole column's, the total of its distinct rows)
+    if kind == INTS or (kind == FLOATS and (not isinstance(total, float) or math.isfinite(total) or NAN not in column)):
         return "number", min(column), max(column)
     return "other", sum(map(hash, column))
 

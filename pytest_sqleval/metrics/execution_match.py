@@ -14,7 +14,7 @@ and the first check that fails decides the verdict's ``reason``:
    distinct rows (``duplicates="set"``). When the counts differ only
    because of duplicates (the distinct rows agree) the reason is
    ``"duplicates"``, otherwise ``"row_count"``.
-4. **Rows**, after every cell went through :mod:`.normalisation` (``float_decimals``,
+4. **Rows**, after every cell went through :mod:`.normalisation` (``float_decimals``, ``numbers``,
    ``nulls``):
 
    * ``columns="positional"``: predicted column i is gold column i.
@@ -57,9 +57,9 @@ allocates a tuple per row but never a reference cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from functools import partial
 
-from pytest_sqleval.comparison import EXECUTION_PROFILES, ComparisonOptions
+from pytest_sqleval.comparison import ComparisonOptions
 from pytest_sqleval.metrics.column_mapping import find_mapping
 from pytest_sqleval.metrics.execution_verdict import ExecutionVerdict, counted, miss
 from pytest_sqleval.metrics.gc_pause import gc_paused
@@ -69,6 +69,7 @@ from pytest_sqleval.metrics.miss_explanation import (
     explain_miss,
     explain_row_count_miss,
 )
+from pytest_sqleval.metrics.normalisation import normalise_value
 from pytest_sqleval.metrics.normalised_table import Table
 from pytest_sqleval.metrics.prepared_side import prepare_sides
 from pytest_sqleval.metrics.raw_match import raw_match
@@ -94,7 +95,8 @@ def compare_results(
     if width != pred.column_count:
         return miss("column_count", f"gold has {counted(width, 'column')}, the prediction {pred.column_count}")
     verdict = _compare_same_width(gold, pred, options, width, ordered, tie_groups)
-    if verdict.match and _official_test_suite(options) and not official_quick_rej(gold.rows, pred.rows, ordered):
+    if verdict.match and options.profile == "test-suite" and not _test_suite_screen(gold, pred, options, ordered,
+                                                                                     tie_groups):
         return miss("values", "test-suite's quick_rej rejects the pair (it sorts each row's values as strings)")
     return verdict
 
@@ -113,8 +115,10 @@ def _compare_same_width(gold: QueryResult, pred: QueryResult, options: Compariso
             mapping, raw_key = raw_match(gold, pred, rules)
             if mapping is not None:
                 return ExecutionVerdict(True, False, None, "same rows", mapping)
-        gold_table = Table(gold.rows, width, float_decimals=options.float_decimals, nulls=options.nulls)
-        pred_table = Table(pred.rows, width, float_decimals=options.float_decimals, nulls=options.nulls)
+        gold_table = Table(gold.rows, width, float_decimals=options.float_decimals, nulls=options.nulls,
+                           numbers=options.numbers)
+        pred_table = Table(pred.rows, width, float_decimals=options.float_decimals, nulls=options.nulls,
+                           numbers=options.numbers)
         if raw_key is not UNDECIDED and gold_table.unchanged:
             gold_table.key_column = raw_key  # the same cells: the raw search's answer stands
         return _compare_tables(gold_table, pred_table, rules)
@@ -131,10 +135,17 @@ def _compare_tables(gold_table: Table, pred_table: Table, rules: RowRules) -> Ex
     return explain_miss(gold_table, pred_table, gold, pred, rules)
 
 
-def _official_test_suite(options: ComparisonOptions) -> bool:
-    """The ``test-suite`` profile as the official script compares (any ``distinct``; no other override)."""
-    official = EXECUTION_PROFILES["test-suite"]
-    return options.profile == "test-suite" and replace(options, distinct=official.distinct) == official
+def _test_suite_screen(gold: QueryResult, pred: QueryResult, options: ComparisonOptions, ordered: bool,
+                       tie_groups: Sequence[int] | None) -> bool:
+    """The ``test-suite`` profile's official ``quick_rej`` (True: the pair may match), kept under any override so
+    that an override changes only its own choice: on the values as ``float_decimals`` and ``numbers`` read them,
+    and on sets of rows unless the order is strict and duplicates count."""
+    strict = ordered and options.duplicates == "bag" and (options.ties == "gold" or tie_groups is None)
+    if options.float_decimals is None and options.numbers == "python":
+        return official_quick_rej(gold.rows, pred.rows, strict)
+    read = partial(normalise_value, float_decimals=options.float_decimals, numbers=options.numbers)
+    return official_quick_rej([tuple(map(read, row)) for row in gold.rows], [tuple(map(read, row)) for row in pred.rows],
+                              strict)
 
 
 def official_quick_rej(gold_rows: Sequence[Row], pred_rows: Sequence[Row], ordered: bool) -> bool:

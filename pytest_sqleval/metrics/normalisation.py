@@ -25,6 +25,11 @@ first. Normalisation:
   frozenset and a memoryview bytes, with their items normalised the same way;
   any other value Python cannot hash (psycopg's ``Multirange``) a tuple of its
   items, or its type and text when it has none.
+* **numbers="python"** (the reproduction profiles) keeps the driver's numbers
+  as they are, so they compare with Python's ``==`` as the official scripts
+  compare them: a ``Decimal`` stays a ``Decimal`` (``Decimal("0.1") != 0.1``,
+  ``Decimal("2.50") == 2.5``) and a NaN stays itself (equal to no other NaN).
+  ``float_decimals`` still rounds floats, and Decimals as floats (as above).
 * **Nothing else is converted**: ``'1' != 1``, ``b'a' != 'a'``; dates,
   times and other driver values compare with their own ``==``.
 
@@ -50,6 +55,7 @@ from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT, kind_and_tot
 from pytest_sqleval.metrics.rows_and_columns import Column, Row
 
 Nulls: TypeAlias = Literal["equal", "distinct"]
+Numbers: TypeAlias = Literal["value", "python"]
 
 NAN: float = float("nan")
 """The single object every NaN is normalised to (see the module docstring)."""
@@ -67,29 +73,34 @@ class DistinctNull:
         return "NULL"
 
 
-def normalise_value(value: Any, *, float_decimals: int | None = None, nulls: Nulls = "equal") -> Any:
+def normalise_value(value: Any, *, float_decimals: int | None = None, nulls: Nulls = "equal",
+                    numbers: Numbers = "value") -> Any:
     """One cell, normalised as the module docstring says."""
     if isinstance(value, float):
+        if numbers == "python" and (float_decimals is None or value != value):  # noqa: PLR0124 - the NaN test
+            return value
         return _normalise_float(value, float_decimals)
     if isinstance(value, Decimal):
+        if numbers == "python" and (float_decimals is None or value.is_nan()):
+            return value
         return _normalise_decimal(value, float_decimals)
     if value is None and nulls == "distinct":
         return DistinctNull()
     if isinstance(value, _CONTAINERS):
-        return _normalise_container(value, float_decimals, nulls)
+        return _normalise_container(value, float_decimals, nulls, numbers)
     if type(value).__hash__ is None:  # a driver's mutable value (psycopg's Multirange): hashable like a container
-        return _normalise_unhashable(value, float_decimals, nulls)
+        return _normalise_unhashable(value, float_decimals, nulls, numbers)
     return value
 
 
-def _normalise_unhashable(value: Any, float_decimals: int | None, nulls: Nulls) -> Any:
+def _normalise_unhashable(value: Any, float_decimals: int | None, nulls: Nulls, numbers: Numbers) -> Any:
     if isinstance(value, Iterable):
-        return tuple(map(partial(normalise_value, float_decimals=float_decimals, nulls=nulls), value))
+        return tuple(map(partial(normalise_value, float_decimals=float_decimals, nulls=nulls, numbers=numbers), value))
     return f"{type(value).__name__}:{value}"
 
 
-def _normalise_container(value: Any, float_decimals: int | None, nulls: Nulls) -> Any:
-    normalise = partial(normalise_value, float_decimals=float_decimals, nulls=nulls)
+def _normalise_container(value: Any, float_decimals: int | None, nulls: Nulls, numbers: Numbers) -> Any:
+    normalise = partial(normalise_value, float_decimals=float_decimals, nulls=nulls, numbers=numbers)
     if isinstance(value, memoryview):
         return value.tobytes()
     if isinstance(value, dict):
@@ -115,43 +126,50 @@ def _normalise_decimal(value: Decimal, float_decimals: int | None) -> int | floa
     return _normalise_float(float(value), float_decimals)
 
 
-def column_needs_normalising(column: Sequence[Any], *, float_decimals: int | None = None, nulls: Nulls = "equal") -> bool:
+def column_needs_normalising(column: Sequence[Any], *, float_decimals: int | None = None, nulls: Nulls = "equal",
+                             numbers: Numbers = "value") -> bool:
     """Whether :func:`normalise_value` could change any cell of ``column``."""
     kind, total = kind_and_total(column)
-    return _needs_normalising(column, kind, total, float_decimals, nulls)
+    return _needs_normalising(column, kind, total, float_decimals, nulls, numbers)
 
 
-def _needs_normalising(column: Sequence[Any], kind: str, total: Any, float_decimals: int | None, nulls: Nulls) -> bool:
+def _needs_normalising(column: Sequence[Any], kind: str, total: Any, float_decimals: int | None, nulls: Nulls,
+                       numbers: Numbers = "value") -> bool:
     if kind in (INTS, TEXT):
         return False
     if kind == FLOATS:  # a NaN or an infinity makes the total non-finite
-        return float_decimals is not None or not math.isfinite(total)
-    return _types_need_normalising(column, float_decimals, nulls)
+        return float_decimals is not None or (numbers == "value" and not math.isfinite(total))
+    return _types_need_normalising(column, float_decimals, nulls, numbers)
 
 
-def _types_need_normalising(column: Sequence[Any], float_decimals: int | None, nulls: Nulls) -> bool:
+def _types_need_normalising(column: Sequence[Any], float_decimals: int | None, nulls: Nulls,
+                            numbers: Numbers = "value") -> bool:
     types = set(map(type, column))
-    if Decimal in types or (nulls == "distinct" and _NoneType in types):
+    if (Decimal in types and (numbers == "value" or float_decimals is not None)) or (nulls == "distinct" and _NoneType in types):
         return True
     if any(issubclass(kind, _CONTAINERS) or kind.__hash__ is None for kind in types):
         return True
     if not any(issubclass(kind, float) for kind in types):
         return False
-    return float_decimals is not None or any(isinstance(value, float) and not math.isfinite(value) for value in column)
+    if float_decimals is not None:
+        return True
+    return numbers == "value" and any(isinstance(value, float) and not math.isfinite(value) for value in column)
 
 
-def normalise_column(column: Column, *, float_decimals: int | None = None, nulls: Nulls = "equal") -> Column:
+def normalise_column(column: Column, *, float_decimals: int | None = None, nulls: Nulls = "equal",
+                     numbers: Numbers = "value") -> Column:
     """``column`` itself when no cell would change, else a normalised copy."""
-    return normalise_column_with_kind(column, float_decimals, nulls)[0]
+    return normalise_column_with_kind(column, float_decimals, nulls, numbers)[0]
 
 
-def normalise_column_with_kind(column: Column, float_decimals: int | None, nulls: Nulls) -> tuple[Column, str, Any]:
+def normalise_column_with_kind(column: Column, float_decimals: int | None, nulls: Nulls,
+                               numbers: Numbers = "value") -> tuple[Column, str, Any]:
     """The normalised column (``column`` itself when nothing changes), its kind and its total (see
     :func:`~pytest_sqleval.metrics.column_kinds.kind_and_total`)."""
     kind, total = kind_and_total(column)
-    if not _needs_normalising(column, kind, total, float_decimals, nulls):
+    if not _needs_normalising(column, kind, total, float_decimals, nulls, numbers):
         return column, kind, total
-    normalised = list(map(partial(normalise_value, float_decimals=float_decimals, nulls=nulls), column))
+    normalised = list(map(partial(normalise_value, float_decimals=float_decimals, nulls=nulls, numbers=numbers), column))
     return (normalised, *kind_and_total(normalised))
 
 

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from pytest_sqleval.metrics.key_columns import KeyColumn, find_key_column
-from pytest_sqleval.metrics.normalisation import Nulls, normalise_column_with_kind
+from pytest_sqleval.metrics.normalisation import Nulls, Numbers, normalise_column_with_kind
 from pytest_sqleval.metrics.rows_and_columns import Row, split_columns
 
 
@@ -29,10 +29,11 @@ class Table:
     normalised columns on first use.
     """
 
-    def __init__(self, rows: Sequence[Row], width: int, *, float_decimals: int | None = None, nulls: Nulls = "equal") -> None:
+    def __init__(self, rows: Sequence[Row], width: int, *, float_decimals: int | None = None, nulls: Nulls = "equal",
+                 numbers: Numbers = "value") -> None:
         raw_columns = split_columns(rows, width)
         self.width = width
-        normalised = [normalise_column_with_kind(column, float_decimals, nulls) for column in raw_columns]
+        normalised = [normalise_column_with_kind(column, float_decimals, nulls, numbers) for column in raw_columns]
         self.columns = [column for column, _, _ in normalised]
         self.kinds = [kind for _, kind, _ in normalised]
         self.totals: list[Any] = [total for _, _, total in normalised]

@@ -61,7 +61,7 @@ from typing import Any, Hashable
 from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT
 from pytest_sqleval.metrics.gc_pause import gc_paused
 from pytest_sqleval.metrics.key_columns import find_row_key
-from pytest_sqleval.metrics.normalisation import Nulls
+from pytest_sqleval.metrics.normalisation import Nulls, Numbers
 from pytest_sqleval.metrics.normalised_table import Table
 from pytest_sqleval.metrics.row_alignment import match_rows_by_key, screen_rows
 from pytest_sqleval.metrics.rows_and_columns import Column, gatherer
@@ -72,15 +72,16 @@ SCREEN_ROWS = 3
 """How many predicted rows are looked at to choose the column a gold key column aligns with."""
 
 
-def soft_f1(gold: QueryResult, pred: QueryResult, *, float_decimals: int | None = None, nulls: Nulls = "equal") -> float:
+def soft_f1(gold: QueryResult, pred: QueryResult, *, float_decimals: int | None = None, nulls: Nulls = "equal",
+            numbers: Numbers = "value") -> float:
     """The MRO Soft Execution F1 of ``pred`` against ``gold``, in [0, 1]."""
     if gold.is_empty or pred.is_empty:
         return 1.0 if gold.is_empty and pred.is_empty else 0.0
     with gc_paused():
         if nulls == "equal" and _same_raw_columns(gold, pred):
             return 1.0
-        gold_table = Table(gold.rows, gold.column_count, float_decimals=float_decimals, nulls=nulls)
-        pred_table = Table(pred.rows, pred.column_count, float_decimals=float_decimals, nulls=nulls)
+        gold_table = Table(gold.rows, gold.column_count, float_decimals=float_decimals, nulls=nulls, numbers=numbers)
+        pred_table = Table(pred.rows, pred.column_count, float_decimals=float_decimals, nulls=nulls, numbers=numbers)
         gold_columns = _value_columns(gold_table)
         pred_columns = _value_columns(pred_table)
         best_gold, best_pred = _best_pairings(gold_columns, pred_columns, _aligned_equal_pairs(gold_table, pred_table))

@@ -78,8 +78,8 @@ class ResponseCache:
             return
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"format": FORMAT, "key": key, "request": dict(request), "response": dict(response)},
-                             indent=1, ensure_ascii=False, sort_keys=True)
+        payload = json_text({"format": FORMAT, "key": key, "request": dict(request), "response": dict(response)},
+                            indent=1, sort_keys=True)
         fd, temp = tempfile.mkstemp(prefix=f".{key[:12]}-", suffix=".tmp", dir=target.parent)
         try:
             os.fchmod(fd, file_mode())  # mkstemp makes 0600: a shared or committed cache is read by others too
@@ -92,6 +92,17 @@ class ResponseCache:
             except OSError:
                 pass
             raise
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """JSON that UTF-8 can encode: non-ASCII text as is, unless a lone surrogate (a model's ``\\ud800`` escape) is in
+    it, which only an ASCII escape can carry."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, **options)
+    return text
 
 
 _file_mode: int | None = None

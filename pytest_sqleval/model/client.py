@@ -9,10 +9,12 @@ llama.cpp server, LM Studio, hosted APIs.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from .config import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT, DEFAULT_URL, ModelConfig
 
@@ -53,16 +55,22 @@ class ChatClient:
         if config.key_env and not os.environ.get(config.key_env):
             raise ModelCallError(f"the environment variable {config.key_env} (the model's key_env) is not set; "
                                  f"fix: export {config.key_env}=... before running pytest", fatal=True, called=False)
+        url = config.url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_URL
+        if urlsplit(url).scheme.lower() not in ("http", "https"):  # every call would fail alike: stop once
+            raise ModelCallError(f"the model URL {config.endpoint} does not start with http:// or https://; fix: "
+                                 f"write it in full, e.g. http://{config.endpoint}", fatal=True, called=False)
         key = os.environ.get(config.key_env or "OPENAI_API_KEY") or NO_KEY
         if key != NO_KEY:  # a server may quote the key it refused: every message masks it
             from ..secrets import register_secret
 
             register_secret(key)
+        http_client = _deadline_client(openai, config.timeout or DEFAULT_MODEL_TIMEOUT)
         self.client = openai.OpenAI(
-            base_url=config.url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_URL,
+            base_url=url,
             api_key=key,
             timeout=config.timeout or DEFAULT_MODEL_TIMEOUT,
             max_retries=DEFAULT_MODEL_RETRIES if config.retries is None else config.retries,
+            **({"http_client": http_client} if http_client is not None else {}),
         )
 
     def complete(self, messages: Sequence[Mapping[str, Any]], parameters: Mapping[str, Any]) -> Completion:
@@ -105,8 +113,8 @@ class ChatClient:
             raise ModelCallError(f"the endpoint's answer has no message: {str(response)[:200]}") from None
         if text is None and isinstance(getattr(message, "refusal", None), str):
             text = message.refusal  # the model declined (OpenAI's `refusal` field): its answer, a no_sql miss
-        if not isinstance(text, str):
-            raise ModelCallError(f"the endpoint's answer is not a chat completion: {str(response)[:200]}")
+        if not isinstance(text, str) or (not text.strip() and getattr(message, "tool_calls", None)):
+            raise ModelCallError(_no_text(response, message))
         usage = getattr(response, "usage", None)
         return Completion(text=text, prompt_tokens=getattr(usage, "prompt_tokens", None),
                           completion_tokens=getattr(usage, "completion_tokens", None), latency_s=latency)
@@ -114,6 +122,57 @@ class ChatClient:
     def _fatal_text(self, exc, what: str, fix: str) -> str:
         return (f"{what}: HTTP {exc.status_code} from {self.config.endpoint} (model {self.config.name}): "
                 f"{_server_message(exc)}; fix: {fix}")
+
+
+def _deadline_client(openai, seconds: float):
+    """The SDK's own HTTP client, plus a deadline on the whole answer. The SDK's timeout bounds each read, so an
+    endpoint that sends its answer a byte at a time would hold a case as long as it likes; past the deadline the
+    answer's next bytes raise the HTTP library's read timeout, which the SDK retries and reports like any other."""
+    factory = getattr(openai, "DefaultHttpxClient", None)
+    base = next((c for c in getattr(factory, "__mro__", ()) if c.__name__ == "Client"), None)
+    httpx = sys.modules.get(base.__module__.partition(".")[0]) if base is not None else None
+    if httpx is None or not hasattr(httpx, "SyncByteStream") or not hasattr(httpx, "ReadTimeout"):
+        return None
+    started = threading.local()
+
+    class DeadlineStream(httpx.SyncByteStream):
+        def __init__(self, inner, request, deadline: float) -> None:
+            self.inner, self.request, self.deadline = inner, request, deadline
+
+        def __iter__(self):
+            for chunk in self.inner:
+                if time.monotonic() > self.deadline:
+                    raise httpx.ReadTimeout(f"no whole answer within {seconds} s", request=self.request)
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    def on_request(request) -> None:
+        started.at = time.monotonic()
+
+    def on_response(response) -> None:
+        response.stream = DeadlineStream(response.stream, response.request,
+                                         getattr(started, "at", time.monotonic()) + seconds)
+
+    return factory(event_hooks={"request": [on_request], "response": [on_response]})
+
+
+def _no_text(response, message) -> str:
+    """Why a chat completion's message holds no text: a tool call (named, with its arguments), or `content: null`."""
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        function = getattr(calls[0], "function", None)
+        call = f"{getattr(function, 'name', '?')}({getattr(function, 'arguments', '')})"
+        return (f"the model answered with a tool call, not text: {call[:200]}; fix: ask for the SQL as text "
+                "(no `tools` or `tool_choice` in model.params)")
+    if getattr(message, "content", "") is None:
+        try:
+            reason = response.choices[0].finish_reason
+        except (AttributeError, IndexError, TypeError):
+            reason = None
+        return f"the model's answer has no text (content: null, finish_reason: {reason})"
+    return f"the endpoint's answer is not a chat completion: {str(response)[:200]}"
 
 
 def _retries_made(exc, default: int) -> int:
@@ -133,6 +192,13 @@ def _server_message(exc) -> str:
         inner = body["error"] if isinstance(body.get("error"), dict) else body
         if inner.get("message"):
             return mask_secrets(str(inner["message"]))
+    if isinstance(body, str) and body.strip():  # not JSON: a proxy's HTML page (its title), or plain text
+        import re
+
+        from .extract import preview
+
+        title = re.search(r"<title[^>]*>(.*?)</title>", body, re.IGNORECASE | re.DOTALL)
+        return mask_secrets(preview(title.group(1) if title and title.group(1).strip() else body, 200))
     return mask_secrets(str(getattr(exc, "message", None) or exc))
 
 

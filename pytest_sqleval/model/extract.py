@@ -76,6 +76,7 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
         return Extraction(None, mode, "none", "no_prediction", "the model returned an empty answer")
     if mode == "raw":
         return _checked(text.strip(), text, mode, "text")
+    text = text.lstrip().removeprefix("\ufeff")  # a byte-order mark (SQL read from a file saved with one)
     thought = _THINK.match(text)  # a reasoning model's thinking first: its drafts are not the answer
     if thought:
         if not thought.group(2) or not text[thought.end():].strip():  # cut off while thinking, or nothing after
@@ -223,6 +224,9 @@ def _inline_query(text: str) -> str | None:
 
     for match in reversed(list(_SPAN.finditer(text))):
         span = match.group(2).strip()
+        tagged = span.split(None, 1)
+        if len(match.group(1)) >= 3 and len(tagged) == 2 and tagged[0].lower() in SQL_FENCE_TAGS:
+            span = tagged[1].strip()  # ```sql SELECT ...``` on one line: a fence's language tag, then the query
         if not looks_like_sql(span):
             continue
         try:

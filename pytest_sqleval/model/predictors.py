@@ -10,6 +10,7 @@ through the suite's SQL extraction step (``extract:``), so every source scores a
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -141,7 +142,7 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
         return PredictionResult(None, "model", error_kind="model_error", error_message=exc.message, fatal=exc.fatal,
                                 model=label, cached=False if exc.called else None,
                                 latency_s=round(time.perf_counter() - started, 6) if exc.called else None)
-    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is this case's model_error
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code (sys.exit too): this case's model_error
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         return PredictionResult(None, "model", error_kind="model_error", model=label, cached=False,
                                 error_message=f"the predictor raised {type(exc).__name__}{': ' + text if text else ''}",
@@ -169,7 +170,7 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
     tokens = _tokens(answer.get("tokens"))
     cached = bool(answer.get("cached", False))
     latency = answer.get("latency_s")
-    latency = float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool) else elapsed
+    latency = float(latency) if _count(latency) is not None else elapsed  # NaN, inf or negative: not a latency
     cost = None
     if config is not None and config.priced and tokens is not None:
         # a priced side whose token count the server did not send: the cost is unknown (None), not a zero
@@ -200,8 +201,15 @@ def _tokens(value: Any) -> dict[str, int | None] | None:
         return None
     prompt = value.get("prompt", value.get("prompt_tokens", value.get("input")))
     completion = value.get("completion", value.get("completion_tokens", value.get("output")))
-    as_int = lambda v: int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None  # noqa: E731
+    as_int = lambda v: None if _count(v) is None else int(v)  # noqa: E731
     return {"prompt": as_int(prompt), "completion": as_int(completion)}
+
+
+def _count(value: Any) -> float | None:
+    """A finite number >= 0 (a token count, a latency), else None: NaN, infinities and negatives are unknown."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _plain(value: Any) -> Any:
@@ -223,6 +231,10 @@ def load_callable(spec: str, search: Sequence[Path] = ()) -> Callable[[Predictor
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise PredictorSpecError(f"--sqleval-predictor {spec!r}: expected module:function (e.g. mymodel:predict)")
+    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:  # a file path, not a module
+        dotted = module_name.removesuffix(".py").replace("\\", "/").strip("/").replace("/", ".")
+        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {module_name} is a file path, not a module; "
+                                 f"name the module instead: --sqleval-predictor {dotted}:{attr}")
     try:
         module = _import(module_name, search)
     except ImportError as exc:

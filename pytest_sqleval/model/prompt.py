@@ -120,9 +120,23 @@ class PromptTemplate:
             context = self.template.new_context(dict(values))
             return [{"role": name, "content": "".join(self.template.blocks[name](context)).strip()}
                     for name in self.blocks]
-        except jinja2.UndefinedError as exc:
-            raise TemplateProblem(f"the prompt template uses an undefined value: {exc.message}",
+        except jinja2.UndefinedError as exc:  # render() maps its frames to template lines; a block's frames are not
+            where = self._where(exc, mapped=not self.blocks)
+            raise TemplateProblem(f"{where}the prompt template uses an undefined value: {exc.message}",
                                   f"the placeholders are: {', '.join(PLACEHOLDERS)}") from None
+
+    def _where(self, exc: BaseException, *, mapped: bool) -> str:
+        """``file:line: `` of a template file's failing line (the last ``<template>`` frame: a template line when
+        Jinja2 has ``mapped`` the traceback, else a line of the compiled code, mapped back here)."""
+        if self.source.origin in ("default", "inline"):
+            return ""
+        line = None
+        traceback = exc.__traceback__
+        while traceback is not None:
+            if traceback.tb_frame.f_code.co_filename == "<template>":
+                line = traceback.tb_lineno if mapped else self.template.get_corresponding_lineno(traceback.tb_lineno)
+            traceback = traceback.tb_next
+        return f"{self.source.origin}:{line}: " if line else f"{self.source.origin}: "
 
 
 _compiled: dict[str, PromptTemplate] = {}

@@ -15,8 +15,9 @@ one worker). What ``-x``/``--maxfail`` stops before it runs may have been called
 
 from __future__ import annotations
 
+import queue
 import threading
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -78,7 +79,8 @@ class ModelRuntime:
         self.dist = dist
         self.cache = ResponseCache(settings.cache_dir, settings.cache_mode)
         self.builtin = BuiltinPredictor(self.cache)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: DaemonPool | None = None
+        self.interrupted = False  # Ctrl-C: close() does not wait for calls under way
         self._lock = threading.Lock()
         self.futures: dict[str, Future] = {}  # node id -> Future[PredictionResult]
         self.answers: dict[tuple[str, str], PredictionResult] = {}  # (suite path, case id) -> result (history)
@@ -153,9 +155,9 @@ class ModelRuntime:
             self.futures.setdefault(item.nodeid, future)
 
     @property
-    def pool(self) -> ThreadPoolExecutor:
+    def pool(self) -> DaemonPool:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="sqleval-model")
+            self._pool = DaemonPool(self.settings.concurrency, "sqleval-model")
         return self._pool
 
     def _label(self, predictor, config: ModelConfig) -> str:
@@ -297,8 +299,49 @@ class ModelRuntime:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=not self.interrupted)
             self._pool = None
+
+
+class DaemonPool:
+    """The model calls' thread pool. Its threads are daemons: after Ctrl-C, a call hanging on an endpoint does not
+    hold the process until its timeout (``ThreadPoolExecutor`` joins its threads when the interpreter exits)."""
+
+    def __init__(self, workers: int, name: str) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"{name}_{n}", daemon=True) for n in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, function: Callable, *args: Any) -> Future:
+        future: Future = Future()
+        self._jobs.put((future, function, args))
+        return future
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, function, args = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(function(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the future
+                future.set_exception(exc)
+
+    def shutdown(self, *, wait: bool) -> None:
+        """Cancel the calls not started; ``wait``: for the calls under way to finish."""
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job[0].cancel()
+        for _ in self._threads:
+            self._jobs.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
 
 
 class PendingPrediction:

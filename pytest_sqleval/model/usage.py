@@ -12,7 +12,6 @@ Per case the record has ``latency_s``, ``tokens`` ``{prompt, completion}``, ``ca
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -136,9 +135,10 @@ def save_predictions(path: str | Path, records: Sequence[Mapping[str, Any]]) -> 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = prediction_lines(records)
-    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    from .cache import file_mode, json_text
+
+    text = "".join(json_text(line) + "\n" for line in lines)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
-    from .cache import file_mode
 
     os.fchmod(fd, file_mode())  # as open() would make it, not mkstemp's 0600
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

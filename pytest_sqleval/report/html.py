@@ -22,10 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from . import view
+from .diff import _UNPRINTABLE
 
 CHART_JS = "chart.umd.min.js"
 #: Result rows shown per side in a case's diff.
 DIFF_ROWS = 10
+#: Characters that act on the page instead of showing (bidirectional overrides and isolates reorder the text around
+#: them; control characters): shown as escapes (``\u202e``, ``\x1b``), as in the terminal and Markdown; line breaks
+#: and tabs stay (an SQL text keeps its lines).
+_HIDDEN = {c: escape for c, escape in _UNPRINTABLE.items() if chr(c) not in "\t\n\r"}
 
 
 def render_html(report: dict[str, Any]) -> str:
@@ -72,7 +77,21 @@ def _environment():
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
+        finalize=visible,
     )
+
+
+def visible(value: Any) -> Any:
+    """What the page shows of a value: text with the characters of :data:`_HIDDEN` as escapes, markup as it is."""
+    from markupsafe import Markup
+
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return value.translate(_HIDDEN)
+    if isinstance(value, dict):
+        return {visible(k): visible(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [visible(v) for v in value]
+    return value
 
 
 @lru_cache(maxsize=4)
@@ -82,7 +101,7 @@ def _static(name: str) -> str:
 
 def _script_json(data: Any) -> str:
     """JSON that is safe inside a <script> element (no "</script>", no HTML comment openers)."""
-    text = json.dumps(data, ensure_ascii=False, default=str)
+    text = json.dumps(visible(data), ensure_ascii=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -175,7 +194,7 @@ def _cases(report: dict[str, Any]) -> list[dict[str, Any]]:
         mismatch = case.get("mismatch") if isinstance(case.get("mismatch"), dict) else None
         rows.append({
             "case": case,
-            "tags": [str(t) for t in case.get("tags") or []],
+            "tags": [visible(str(t)) for t in case.get("tags") or []],  # joined into markup, which `visible` keeps
             "reason": view.reason_key(case) if miss else "",
             "reason_text": view.reason_text(case) if miss else "",
             "regressed": key in regressed,
@@ -199,7 +218,7 @@ def _table(mismatch: dict[str, Any], side: str) -> dict[str, Any]:
 
 
 def _cells(row: Any) -> list[str]:
-    return ["NULL" if v is None else str(v) for v in (row if isinstance(row, (list, tuple)) else [row])]
+    return ["NULL" if v is None else visible(str(v)) for v in (row if isinstance(row, (list, tuple)) else [row])]
 
 
 def _filters(report: dict[str, Any]) -> dict[str, list[str]]:

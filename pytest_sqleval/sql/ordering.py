@@ -7,10 +7,12 @@
 ``ignore``
     Rows are never compared in order.
 ``order_by_text``
-    In order iff ``"order by"`` occurs anywhere in the lower-cased gold SQL,
-    strictly. This reproduces test-suite-sql-eval's substring test, so an
-    ORDER BY inside a subquery or a string literal counts too; it is the one
-    place that looks at SQL text instead of the tree.
+    In order iff ``"order by"`` occurs anywhere in the lower-cased gold SQL.
+    This reproduces test-suite-sql-eval's substring test, so an ORDER BY
+    inside a subquery or a string literal counts too; it is the one place
+    that looks at SQL text instead of the tree. Strictly, unless ``ties:
+    any`` and the outermost query has an ORDER BY: its keys then give the
+    tie groups, as under ``order_by``.
 ``order_by``
     The gold is parsed with sqlglot; rows are in order iff the *outermost*
     query (the top SELECT or the top UNION / INTERSECT / EXCEPT, after any
@@ -74,7 +76,8 @@ def plan_order(gold_sql: str, dialect: str, options: ComparisonOptions) -> Order
     if options.row_order == "ignore":
         return OrderPlan(False, note="row_order=ignore: row order is never compared")
     if options.row_order == "order_by_text":
-        return _plan_from_text(gold_sql, "row_order=order_by_text")
+        plan = _plan_from_text(gold_sql, "row_order=order_by_text")
+        return _ties_of_text_order(plan, gold_sql, dialect) if plan.ordered and options.ties == "any" else plan
     try:
         tree = parse_one_shared(gold_sql, dialect)  # read only (append_order_keys copies what it extends)
     except (SqlglotError, RecursionError, MemoryError) as error:
@@ -89,6 +92,18 @@ def plan_order(gold_sql: str, dialect: str, options: ComparisonOptions) -> Order
         return _plan_ties(query, order, dialect)
     except Exception as error:  # noqa: BLE001 - the plan must never error a case: fall back to the strict order
         return OrderPlan(True, note=f"strict order: the ORDER BY keys could not be read ({too_complex_reason(error)})")
+
+
+def _ties_of_text_order(plan: OrderPlan, gold_sql: str, dialect: str) -> OrderPlan:
+    """``order_by_text`` with ``ties: any``: the tie groups of the outermost ORDER BY, when there is one
+    (an ORDER BY only in a subquery or a literal names no keys: strict order)."""
+    try:
+        query, order = _outermost_order(parse_one_shared(gold_sql, dialect))
+        if order is None:
+            return plan
+        return _plan_ties(query, order, dialect)
+    except Exception:  # noqa: BLE001 - the plan must never error a case: keep the strict order
+        return plan
 
 
 def _plan_from_text(gold_sql: str, why: str) -> OrderPlan:

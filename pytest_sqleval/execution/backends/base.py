@@ -64,10 +64,10 @@ class Limits:
     max_rows: int
     role: str | None = None
     timeout_label: float | None = None
-    #: Text that is not valid UTF-8 is an error, as in Python's sqlite3 (the `bird` profile: BIRD scores it 0);
-    #: ``"ignore"``: each bad byte is dropped, as test-suite-sql-eval's ``text_factory`` does (the `test-suite`
-    #: profile); otherwise (False) each bad byte reads as U+FFFD.
-    strict_text: bool | str = False
+    #: How text that is not valid UTF-8 is read (Python's ``errors=`` names): ``"strict"``, an error, as in Python's
+    #: sqlite3 (the `bird` profile: BIRD scores it 0); ``"ignore"``, each bad byte is dropped, as
+    #: test-suite-sql-eval's ``text_factory`` does (the `test-suite` profile); ``"replace"``, each reads as U+FFFD.
+    text_errors: str = "replace"
 
     @property
     def label(self) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import DatabaseError, QueryError
 from ...results import QueryResult
-from ...suite import hide_password
+from ...suite import file_url, hide_password
 from ..targets import register_target, registered_target
 from .base import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -55,7 +55,7 @@ class DuckDBBackend(Backend):
     def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str:
         path = context.folder / f"sqleval-{context.digest}.duckdb"
         build_duckdb(path, scripts)
-        return f"duckdb:///{path}"
+        return file_url("duckdb", path)
 
     def run(self, conn: Any, sql: str, limits: Limits) -> QueryResult:
         import duckdb
@@ -199,6 +199,7 @@ def _run_duckdb_build(partial: Path, scripts: tuple[Path, ...], *, one_transacti
             conn.execute(f"BEGIN TRANSACTION;\n{text}\n;\nCOMMIT;" if one_transaction else text)
 
         run_setup_scripts(scripts, execute, duckdb.Error, "DuckDB", None if one_transaction else _duckdb_locate)
+        conn.commit()  # a script that began a transaction and never committed it keeps its work, as on SQLite
         conn.execute("CHECKPOINT")
     finally:
         conn.close()

@@ -59,7 +59,7 @@ class PostgreSQLBackend(Backend):
         return postgres_engine(url, connect_timeout=connect_timeout)
 
     def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str:
-        name = built_database_name(context.digest, context.run_id, context.worker)
+        name = unused_database_name(built_database_name(context.digest, context.run_id, context.worker))
         role = RESTRICTED_ROLE_PREFIX + name[len(BUILT_DATABASE_PREFIX):]
         timeout = context.connect_timeout
         return build_postgres(url, name, scripts, connect_timeout=timeout, role=role, on_created=lambda: (
@@ -115,6 +115,9 @@ class PostgreSQLBackend(Backend):
             return QueryError("timeout", timeout_message(limits.label if limits else elapsed))
         if state in ("53200", "53400"):  # out of memory; temp_file_limit or another configured limit
             return QueryError("memory", f"{memory_message()}: {message}")
+        if state == "54000" and message.lower().startswith(("requested length too large", "out of memory")):
+            return QueryError("memory", f"{message}: the query built a value over the 1 GB PostgreSQL allows one "
+                                        "value (a fixed limit of the server: it cannot be raised)")
         if state in ("25006", "42501"):
             return QueryError("rejected", f"refused by the read-only connection: {message}")
         if state.startswith("42") or state == "0A000":
@@ -264,6 +267,23 @@ def built_database_name(digest: str, run_id: str, worker: str) -> str:
     return name[:PG_MAX_IDENTIFIER - len(RESTRICTED_ROLE_PREFIX) + len(BUILT_DATABASE_PREFIX)]
 
 
+#: The names of the databases this process built: the same scripts built again for another spelling of a server's
+#: URL (``postgresql://`` and ``postgresql+psycopg://``, ``localhost`` and ``127.0.0.1``) get a name of their own
+#: instead of dropping the database the first spelling's engine is connected to.
+_names_built: set[str] = set()
+
+
+def unused_database_name(name: str) -> str:
+    """``name``, or ``name`` with a ``_2``, ``_3``... suffix when this process already built one of that name."""
+    candidate, number = name, 1
+    while candidate in _names_built:
+        number += 1
+        suffix = f"_{number}"
+        candidate = name[:PG_MAX_IDENTIFIER - len(RESTRICTED_ROLE_PREFIX) + len(BUILT_DATABASE_PREFIX) - len(suffix)] + suffix
+    _names_built.add(candidate)
+    return candidate
+
+
 def _safe(text: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in text.lower())
 
@@ -294,8 +314,8 @@ def build_postgres(url: str, name: str, scripts: tuple[Path, ...], *, connect_ti
     target = make_url(psycopg_url(url)).set(database=name).render_as_string(hide_password=False)
     with admin_connect(target, connect_timeout) as conn:
         try:
-            run_setup_scripts(scripts, conn.execute, psycopg.Error, "PostgreSQL",
-                              lambda _done, text: _pg_locate(conn, text))
+            run_setup_scripts(scripts, lambda text: _run_pg_script(conn, _without_psql_restrict(text)), psycopg.Error,
+                              "PostgreSQL", lambda _done, text: _pg_locate(conn, _without_psql_restrict(text)))
         except DatabaseError as exc:
             if any(_copies_from_stdin(script) for script in scripts):
                 raise DatabaseError(f"{exc}; the script loads data with COPY ... FROM stdin, which only psql runs: "
@@ -304,6 +324,52 @@ def build_postgres(url: str, name: str, scripts: tuple[Path, ...], *, connect_ti
         if role is not None and _create_restricted_role(conn, role, name):
             _restricted_roles[_role_key(target)] = role
     return target
+
+
+def _without_psql_restrict(text: str) -> str:
+    """``text`` with pg_dump's ``\\restrict KEY`` and ``\\unrestrict KEY`` lines blanked out (same length: the
+    offsets and lines of the statements are kept). pg_dump writes them at the top and the bottom of every plain
+    dump since its August 2025 releases; they are psql meta-commands (refuse other meta-commands meanwhile), not
+    SQL, and mean nothing to a script run as SQL."""
+    if "\\restrict" not in text and "\\unrestrict" not in text:
+        return text
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        words = line.split()
+        if len(words) == 2 and words[0] in ("\\restrict", "\\unrestrict"):
+            lines[number] = " " * len(line)
+    return "\n".join(lines)
+
+
+def _run_pg_script(conn, text: str) -> None:
+    """Run a setup script in one implicit transaction; one with a statement PostgreSQL runs only outside a
+    transaction block (``VACUUM``, ``CREATE INDEX CONCURRENTLY``) runs as psql runs it: each such statement on its
+    own, the statements between them together (nothing of the first attempt was kept: it was rolled back)."""
+    import psycopg
+
+    try:
+        conn.execute(text)
+    except psycopg.errors.ActiveSqlTransaction:
+        for part in _outside_transaction_parts(text):
+            conn.execute(part)
+
+
+def _outside_transaction_parts(text: str) -> list[str]:
+    """``text`` cut around its statements that cannot run in a transaction block, each of them a part of its own."""
+    from sqlglot.dialects.dialect import Dialect
+
+    from .insert_merge import _statements
+
+    dialect = Dialect.get_or_raise("postgres")
+    parts: list[str] = []
+    start = 0
+    for begin, end, _ in _statements(text, "postgres"):
+        words = [token.text.upper() for token in dialect.tokenize(text[begin:end])]
+        if words[:1] == ["VACUUM"] or "CONCURRENTLY" in words:
+            parts += [text[start:begin], text[begin:end]]
+            start = end
+    parts.append(text[start:])
+    return [part for part in parts if part.strip()]
 
 
 def _copies_from_stdin(script: Path) -> bool:

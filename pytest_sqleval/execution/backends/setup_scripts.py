@@ -39,10 +39,26 @@ def _statement_at(text: str, locate, done: list[str]) -> str:
         return ""
     if offset is None:
         return ""
-    lines = text[offset:offset + 100_000].split("\n")
-    first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("--")), 0)
-    shown = lines[first].strip()
-    return f" (line {text.count(chr(10), 0, offset) + first + 1}: {shown[:80]}{'...' if len(shown) > 80 else ''})"
+    start = _code_start(text, offset)
+    end = text.find("\n", start)
+    shown = text[start:end if end != -1 else len(text)].strip()
+    return f" (line {text.count(chr(10), 0, start) + 1}: {shown[:80]}{'...' if len(shown) > 80 else ''})"
+
+
+def _code_start(text: str, offset: int) -> int:
+    """The offset of the statement that starts at ``offset``: past whitespace, ``--`` and ``/* */`` comments."""
+    while offset < len(text):
+        if text[offset].isspace():
+            offset += 1
+        elif text.startswith("--", offset):
+            end = text.find("\n", offset)
+            offset = len(text) if end == -1 else end + 1
+        elif text.startswith("/*", offset):
+            end = text.find("*/", offset + 2)
+            offset = len(text) if end == -1 else end + 2
+        else:
+            break
+    return offset
 
 
 def failing_statement(statements, execute_one: Callable[[str], Any]) -> int | None:
@@ -56,9 +72,10 @@ def failing_statement(statements, execute_one: Callable[[str], Any]) -> int | No
 
 
 def read_script(script: Path) -> str:
-    """The text of a setup script; DatabaseError naming it when it cannot be read."""
+    """The text of a setup script (a UTF-8 byte order mark, which Windows editors write, left out: PostgreSQL
+    reads it as part of the first word); DatabaseError naming it when it cannot be read."""
     try:
-        return script.read_text(encoding="utf-8")
+        return script.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise DatabaseError(f"cannot read setup script {script}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import DatabaseError, QueryError
 from ...results import QueryResult
-from ...suite import hide_password
+from ...suite import file_url, hide_password
 from ..targets import register_target, registered_target
 from .base import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -27,7 +27,7 @@ from .base import (
     memory_message,
     timeout_message,
 )
-from .setup_scripts import build_file_once, failing_statement, run_setup_scripts
+from .setup_scripts import _code_start, build_file_once, failing_statement, run_setup_scripts
 
 #: Longest string or blob a SQLite query may build (bytes).
 SQLITE_MAX_LENGTH = 10_000_000
@@ -56,14 +56,14 @@ class SQLiteBackend(Backend):
     def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str:
         path = context.folder / f"sqleval-{context.digest}.sqlite"
         build_sqlite(path, scripts)
-        return f"sqlite:///{path}"
+        return file_url("sqlite", path)
 
     def run(self, conn: Any, sql: str, limits: Limits) -> QueryResult:
         deadline = time.monotonic() + limits.timeout
         conn.set_progress_handler(lambda: time.monotonic() > deadline, SQLITE_PROGRESS_STEPS)
-        if limits.strict_text:
-            # True: "Could not decode to UTF-8 column ...", as BIRD's sqlite3 says; "ignore": test-suite's decoding
-            conn.text_factory = _drop_bad_bytes if limits.strict_text == "ignore" else str
+        if limits.text_errors != "replace":
+            # "strict": "Could not decode to UTF-8 column ...", as BIRD's sqlite3 says; "ignore": test-suite's decoding
+            conn.text_factory = _drop_bad_bytes if limits.text_errors == "ignore" else str
         try:
             cursor = conn.cursor()
             try:
@@ -77,7 +77,7 @@ class SQLiteBackend(Backend):
             cursor.close()
         finally:
             conn.set_progress_handler(None, 0)
-            if limits.strict_text:
+            if limits.text_errors != "replace":
                 conn.text_factory = _decode_text
         return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
 
@@ -89,6 +89,10 @@ class SQLiteBackend(Backend):
             return QueryError("timeout", timeout_message(limits.label if limits else elapsed))
         if lowered == "out of memory" or isinstance(exc, MemoryError):
             return QueryError("memory", memory_message())
+        if lowered == "string or blob too big":  # SQLITE_TOOBIG: a value over the connection's length limit
+            return QueryError("memory", f"{message}: the query built a value over the {SQLITE_MAX_LENGTH:,} bytes "
+                                        "SQLite allows one string or blob here (a fixed limit of the read-only "
+                                        "connection: it cannot be raised, --sqleval-max-memory does not change it)")
         if "not authorized" in lowered or "readonly" in lowered or "read-only" in lowered or "query_only" in lowered:
             return QueryError("rejected", f"refused by the read-only connection: {message}")
         if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in lowered:
@@ -287,13 +291,33 @@ def _run_sqlite_build(partial: Path, scripts: tuple[Path, ...], *, one_transacti
         conn.execute("PRAGMA synchronous = OFF")
 
         def execute(text: str) -> None:
-            conn.executescript(f"BEGIN;\n{text}\n;\nCOMMIT;" if one_transaction else text)
+            if not one_transaction:
+                conn.executescript(text)
+                return
+            for part, in_transaction in _foreign_keys_parts(text):
+                conn.executescript(f"BEGIN;\n{part}\n;\nCOMMIT;" if in_transaction else part)
 
         run_setup_scripts(scripts, execute, sqlite3.Error, "SQLite", None if one_transaction else _sqlite_locate)
         if conn.in_transaction:
             conn.commit()
     finally:
         conn.close()
+
+
+def _foreign_keys_parts(text: str) -> list[tuple[str, bool]]:
+    """``(part, in one transaction?)``: the script cut around its ``PRAGMA foreign_keys`` statements, which run
+    outside the transaction (inside one they are a no-op: the script's cascades and checks would not happen)."""
+    if "foreign_keys" not in text.lower():
+        return [(text, True)]
+    parts: list[tuple[str, bool]] = []
+    start = 0
+    for offset, statement in _sqlite_statements(text):
+        code = statement[_code_start(statement, 0):]
+        if code[:6].upper() == "PRAGMA" and "foreign_keys" in code.lower():
+            parts += [(text[start:offset], True), (statement, False)]
+            start = offset + len(statement)
+    parts.append((text[start:], True))
+    return parts
 
 
 def _sqlite_locate(done: list[str], text: str) -> int | None:

@@ -183,6 +183,13 @@ def _ancestors(node: exp.Expression, stop: exp.Expression) -> Iterator[exp.Expr]
         parent = parent.parent
 
 
+def _written_parentheses(node: exp.Expression) -> bool:
+    """Were these parentheses around a set operation in the text? sqlglot adds a Subquery of its own (only
+    ``this`` and ``alias`` set) to keep SQLite's left-to-right (PostgreSQL's INTERSECT-first) reading of
+    ``A UNION B INTERSECT C``, which the official parser reads as written; parsed ones carry ``pivots``."""
+    return not (isinstance(node, exp.Subquery) and set(node.args) <= {"this", "alias"})
+
+
 def _strip_paren(node: exp.Expression) -> exp.Expression:
     return node.this if isinstance(node, exp.Paren) else node
 
@@ -262,7 +269,8 @@ class _Reader:
             return left + right, left_ops + [_SET_OPERATIONS.get(type(node), "union")] + right_ops
         inner = self._unwrap_subquery(node)
         if isinstance(inner, exp.SetOperation):
-            self.outside("parenthesized_set_operation")
+            if _written_parentheses(node):
+                self.outside("parenthesized_set_operation")
             return self._flatten_set_chain(inner)
         if not isinstance(inner, exp.Select):
             self.outside(_construct_name(inner))
@@ -558,7 +566,7 @@ class _Reader:
         op = _COMPARISONS.get(type(node))
         if op is None:
             self.outside(_construct_name(node))
-            return WHERE_OPS.index("=")
+            return WHERE_OPS.index("like" if isinstance(node, exp.ILike) else "=")  # ILIKE: LIKE, ignoring case
         if op == "is":
             self.outside("is_null")
         elif op == "exists":

@@ -26,6 +26,7 @@ regexes; checked against the official code on Spider dev golds with junk appende
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import sqlglot
 from sqlglot import Token, TokenType
@@ -83,30 +84,19 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
         tokens, sql = _tokens_and_text(swallowed, dialect)
         if not tokens:
             return OfficialReading(sql)
-    depth, state, last, block = 0, None, None, False
-    for i, token in enumerate(tokens):
+    depth, state, last = 0, None, None  # before ``token``
+    for i, (token, after) in enumerate(zip(tokens, _clause_walk(tokens))):
         kind = token.token_type
         if i and _gap(sql, tokens[i - 1].end + 1, token.start):
             return _junk_at(sql, tokens, i, depth, state, last, "comment")
         if kind == TokenType.NOT and last is not None and last.token_type in _CONDITION_STARTS:
             return OfficialReading(None, "not_before_operand")
-        if kind == TokenType.SEMICOLON and depth == 0:
-            return OfficialReading(sql[:token.start])
-        if kind == TokenType.L_PAREN:
-            block = block or _opens_block(tokens, i, depth)
-            depth += 1
-        elif kind == TokenType.R_PAREN:
-            if depth == 0:
-                return OfficialReading(sql[:token.start])
-            depth -= 1
-            if depth == 0 and block:
-                state, block = "block", False
-                if i + 1 < len(tokens) and i > 0 and _after_set_operation(tokens, i):
-                    # ``A UNION (B) ORDER BY x``: parse_sql returns at the ")" of the set operation's block
-                    return OfficialReading(sql[:token.end + 1])
-        elif depth == 0 and kind in _CLAUSES:
-            state = _CLAUSES[kind]
-        last = token
+        if depth == 0 and (kind == TokenType.SEMICOLON or kind == TokenType.R_PAREN):
+            return OfficialReading(sql[:token.start])  # the end of the statement, or an unmatched ")"
+        if kind == TokenType.R_PAREN and depth == 1 and 0 < i < len(tokens) - 1 and _after_set_operation(tokens, i):
+            # ``A UNION (B) ORDER BY x``: parse_sql returns at the ")" of the set operation's block
+            return OfficialReading(sql[:token.end + 1])
+        (depth, state), last = after, token
     if _gap(sql, tokens[-1].end + 1, len(sql)):
         return _junk_at(sql, tokens, len(tokens), depth, state, last, "comment", at_end=True)
     return OfficialReading(sql)
@@ -119,21 +109,12 @@ def junk_free_prefix(sql: str, dialect: str, *, max_cut: int = 8) -> str | None:
     tokens, text = _tokens_and_text(sql, dialect)
     if not tokens:
         return None
+    walk = list(_clause_walk(tokens))
     for cut in range(len(tokens) - 1, max(0, len(tokens) - 1 - max_cut), -1):
         limit_value = cut >= 2 and tokens[cut - 2].token_type == TokenType.LIMIT  # skipped whole, as any word
         if not limit_value and not _word_boundary(text, tokens[cut - 1], tokens[cut]):
             continue  # one word to NLTK (``d.y.0``): the official parser reads it whole, and fails
-        depth, state, block = 0, None, False
-        for i, token in enumerate(tokens[:cut]):
-            if token.token_type == TokenType.L_PAREN:
-                block = block or _opens_block(tokens, i, depth)
-                depth += 1
-            elif token.token_type == TokenType.R_PAREN:
-                depth -= 1
-                if depth == 0 and block:
-                    state, block = "block", False
-            elif depth == 0 and token.token_type in _CLAUSES:
-                state = _CLAUSES[token.token_type]
+        depth, state = walk[cut - 1]
         reading = _junk_at(text, tokens, cut, depth, state, tokens[cut - 1], "junk", at_end=True)
         if reading.text is None:
             continue
@@ -170,6 +151,24 @@ def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str |
                                                                      TokenType.PLUS, TokenType.DASH)):
             return OfficialReading(None, what)  # read as arithmetic on the ORDER BY item
     return OfficialReading(sql[:junk_start])
+
+
+def _clause_walk(tokens: list[Token]) -> Iterator[tuple[int, str | None]]:
+    """For each token, where the official parser stands after reading it: the parenthesis depth and the clause it
+    is in at the top (``"block"`` right after the ``)`` that closes a parenthesised query at the top)."""
+    depth, state, block = 0, None, False
+    for i, token in enumerate(tokens):
+        kind = token.token_type
+        if kind == TokenType.L_PAREN:
+            block = block or _opens_block(tokens, i, depth)
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0 and block:
+                state, block = "block", False
+        elif depth == 0 and kind in _CLAUSES:
+            state = _CLAUSES[kind]
+        yield depth, state
 
 
 def _opens_block(tokens: list[Token], index: int, depth: int) -> bool:

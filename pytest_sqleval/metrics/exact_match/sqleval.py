@@ -4,14 +4,16 @@ Any SQL that sqlglot parses is compared; names are resolved per scope and
 normalised as described in :mod:`.sqleval_shape`. Components (all must hold):
 
 ================  ==========================================================================
-select            SELECT items, as a multiset (order-free; aliases dropped)
+select            SELECT items, as a multiset (order-free; aliases dropped; ``t.*`` is ``*``
+                  when t is the SELECT's only source)
 select_no_agg     SELECT items with a top-level aggregate unwrapped, multiset
 distinct          the SELECT's own DISTINCT (DISTINCT inside aggregates and subqueries
                   counts through the expressions and subquery shapes)
 from              FROM sources (tables, subqueries by content) and join kinds, multisets;
                   ``JOIN`` = ``INNER JOIN``, a comma = ``CROSS JOIN``
 join_on           ON conditions, split at AND, as a multiset of normalised conditions
-                  (``a = b`` same as ``b = a``; USING (k) reads as ``l.k = r.k``)
+                  (``a = b`` same as ``b = a``; USING (k) reads as ``l.k = r.k``, a NATURAL
+                  join as USING the columns its two sides share)
 where             the WHERE condition (and DuckDB's QUALIFY), normalised (AND/OR operands
                   sorted, comparisons oriented), so precedence counts but operand order does not
 where_no_op       the left side of every WHERE condition, multiset

@@ -225,8 +225,13 @@ class ShapeBuilder:
         for node in [from_.this, *[join.this for join in joins]]:
             scope.sources.append(self._source(node, outer, ctes))
         _number_repeated(scope.sources)
-        return [(_join_kind(join), _join_condition(join, scope.sources[:index], scope.sources[index]))
-                for index, join in enumerate(joins, start=1)]
+        joined = []
+        for index, join in enumerate(joins, start=1):
+            previous, source = scope.sources[:index], scope.sources[index]
+            natural = _natural_columns(join, previous, source)
+            joined.append((_join_kind(join, natural_read=natural is not None),
+                           _join_condition(join, previous, source, natural)))
+        return joined
 
     def _source(self, node: exp.Expression, outer: tuple[_Scope, ...], ctes: dict[str, _Source]) -> _Source:
         alias = node.alias.lower() if node.alias else ""
@@ -325,6 +330,13 @@ class _Keys:
                     return f"{_outer(depth)}{_column_key(source, name)}"
         return f"{qualifier}.{name}"
 
+    def _whole_only_source(self, node: exp.Column) -> bool:
+        """``t.*`` as a SELECT item where ``t`` is the SELECT's only source: every column, as ``*`` reads."""
+        if not isinstance(node.this, exp.Star) or not isinstance(node.parent, exp.Select):
+            return False
+        sources = self.scopes[0].sources
+        return len(sources) == 1 and node.table.lower() in sources[0].names
+
     def _has_column(self, name: str) -> bool:
         return any(source.columns and name in source.columns for source in self.scopes[0].sources)
 
@@ -350,6 +362,8 @@ class _Keys:
         if isinstance(node, exp.Paren):
             return self.expression(node.this, ordering=ordering, literal_values=literal_values, raw=raw)
         if isinstance(node, exp.Column):
+            if self._whole_only_source(node):
+                return "*"
             if self._string_in_double_quotes(node):
                 return self._string_key(node.name, keep=literal_values)
             alias_target = self._select_alias(node)
@@ -546,22 +560,37 @@ def _number_repeated(sources: list[_Source]) -> None:
             source.identity = f"{source.identity}#{seen[source.identity]}"
 
 
-def _join_kind(join: exp.Join) -> str:
+def _join_kind(join: exp.Join, *, natural_read: bool = False) -> str:
     """``inner`` for JOIN, INNER JOIN, CROSS JOIN and a comma (their ON conditions are compared by
-    ``join_on``; sqlglot reads a comma as CROSS in some dialects only); else e.g. ``left``, ``full``."""
+    ``join_on``; sqlglot reads a comma as CROSS in some dialects only); else e.g. ``left``, ``full``.
+    ``natural_read``: a NATURAL join whose columns are known reads as the join it stands for (see
+    :func:`_natural_columns`)."""
     parts = [str(join.args.get(key) or "").lower() for key in ("method", "side", "kind")]
-    words = [p for p in parts if p and p not in ("inner", "outer", "cross")]
+    dropped = ("inner", "outer", "cross", "natural") if natural_read else ("inner", "outer", "cross")
+    words = [p for p in parts if p and p not in dropped]
     return " ".join(words) or "inner"
 
 
-def _join_condition(join: exp.Join, previous: list[_Source], joined: _Source) -> exp.Expression | None:
-    """The ON condition (sqlglot writes a bare JOIN as ON TRUE); USING (k) becomes ``left.k = right.k``."""
+def _natural_columns(join: exp.Join, previous: list[_Source], joined: _Source) -> list[str] | None:
+    """The columns a NATURAL join matches on (those of the joined source that an earlier source has), as its
+    ``USING`` list; None for another join, or when a source's columns are unknown (a table not in the schema)."""
+    if str(join.args.get("method") or "").lower() != "natural" or joined.columns is None:
+        return None
+    if any(source.columns is None for source in previous):
+        return None
+    return [name for name in joined.columns if any(name in source.columns for source in previous if source.columns)]
+
+
+def _join_condition(join: exp.Join, previous: list[_Source], joined: _Source,
+                    natural: list[str] | None = None) -> exp.Expression | None:
+    """The ON condition (sqlglot writes a bare JOIN as ON TRUE); USING (k) becomes ``left.k = right.k``, and so
+    does each column ``natural`` (a NATURAL join's) names."""
     on = join.args.get("on")
     if isinstance(on, exp.Boolean) and on.this is True:
         on = None
     equalities = []
-    for identifier in join.args.get("using") or []:
-        name = identifier.name.lower()
+    using = [identifier.name.lower() for identifier in join.args.get("using") or []]
+    for name in using if natural is None else natural:
         left = next((s for s in previous if s.columns is None or name in s.columns), None)
         if left is not None and left.names and joined.names:
             equalities.append(exp.EQ(this=exp.column(name, left.names[0]), expression=exp.column(name, joined.names[0])))
