@@ -12,16 +12,9 @@ import textwrap
 
 import pytest
 
-WORKERS = pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+from flights_support import FLIGHTS_SQL as DB_SQL
 
-DB_SQL = """
-CREATE TABLE airlines (id INTEGER PRIMARY KEY, name TEXT, country TEXT);
-CREATE TABLE flights (id INTEGER PRIMARY KEY, airline_id INTEGER REFERENCES airlines(id), src TEXT, dst TEXT,
-                      price REAL);
-INSERT INTO airlines VALUES (1, 'JetBlue', 'US'), (2, 'Lufthansa', 'DE'), (3, 'Delta', 'US');
-INSERT INTO flights VALUES (1, 1, 'BOS', 'JFK', 100), (2, 2, 'FRA', 'JFK', 500), (3, 3, 'ATL', 'LAX', 200),
-                           (4, 1, 'JFK', 'LAX', 300);
-"""
+WORKERS = pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 
 
 def make_db(pytester: pytest.Pytester) -> None:

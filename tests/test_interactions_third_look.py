@@ -9,30 +9,17 @@ promise is about the run as a whole.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from conftest import make_sqlite
+from flights_support import FLIGHTS_SQL
 from pytest_sqleval.datasets.importers import DatasetError, import_dataset
-
-FLIGHTS_SQL = """
-CREATE TABLE airlines (id INTEGER PRIMARY KEY, name TEXT, country TEXT);
-CREATE TABLE flights (id INTEGER PRIMARY KEY, airline_id INTEGER REFERENCES airlines(id), src TEXT, dst TEXT,
-                      price REAL);
-INSERT INTO airlines VALUES (1, 'JetBlue', 'US'), (2, 'Lufthansa', 'DE'), (3, 'Delta', 'US');
-INSERT INTO flights VALUES (1, 1, 'BOS', 'JFK', 100), (2, 2, 'FRA', 'JFK', 500), (3, 3, 'ATL', 'LAX', 200),
-                           (4, 1, 'JFK', 'LAX', 300);
-"""
 
 
 def make_flights(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path)
-    connection.executescript(FLIGHTS_SQL)
-    connection.commit()
-    connection.close()
-    return path
+    return make_sqlite(path, FLIGHTS_SQL)
 
 
 def run_report(pytester: pytest.Pytester, *args: str):
