@@ -76,7 +76,8 @@ SQLITE = [
     ("non-nested-comment", "SELECT 1 /* /* */ , sqlite_version() /* */", ("rejected",)),
     ("zeroblob-1e9", "SELECT zeroblob(1000000000)", ("runtime", "memory")),
     ("randomblob-2e9", "SELECT length(randomblob(2000000000))", ("runtime", "memory")),
-    ("printf-1e9", "SELECT printf('%.*c', 1000000000, 'x')", ("timeout", "runtime", "memory")),
+    # SQLite 3.40 (Debian 12's) gives NULL for a printf() over the length limit; later releases raise TOOBIG
+    ("printf-1e9", "SELECT printf('%.*c', 1000000000, 'x')", ("timeout", "runtime", "memory", "null")),
     ("instr-long-step", "SELECT instr(replace(hex(zeroblob(4999999)), '0', 'a'), "
      "replace(hex(zeroblob(2000000)), '0', 'a') || 'b')", ("timeout",)),
     ("cross-join-11", "SELECT count(*) FROM " + ", ".join(f"tickets t{i}" for i in range(11)), ("timeout",)),
@@ -223,7 +224,7 @@ def test_new_attack_is_scored_bounded_and_harmless(engines, planted, engine_name
     started = time.monotonic()
     try:
         result = run_query(engine, sql, timeout=TIMEOUT, max_rows=MAX_ROWS, untrusted=True, max_memory=MAX_MEMORY)
-        kind, shown = "ok", repr(result.rows[:5])
+        kind, shown = "null" if result.rows == [(None,)] else "ok", repr(result.rows[:5])
     except QueryError as exc:
         kind, shown = exc.kind, exc.message
         assert exc.message.strip(), "a refusal must say why"

@@ -28,15 +28,19 @@ from .base import (
 from .connect import require_module
 from .setup_scripts import build_file_once, failing_statement, run_setup_scripts
 
+#: DuckDB threads for one query. One: with more, DuckDB's parallel hash aggregation returns the rows of a GROUP BY or
+#: DISTINCT without ORDER BY in an order that changes from run to run, so the same query run twice (gold and an
+#: identical prediction, a serial and an xdist run) could differ where rows are read by position (BIRD's soft F1,
+#: ``row_order: always``). Its memory also grows with threads.
+DUCKDB_THREADS = 1
+
 DUCKDB_CONFIG = {
     "enable_external_access": False,
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
+    "threads": DUCKDB_THREADS,
     "lock_configuration": True,
 }
-
-#: DuckDB threads for one untrusted query (its memory grows with threads).
-DUCKDB_THREADS = 2
 
 
 class DuckDBBackend(Backend):
@@ -132,7 +136,6 @@ def duckdb_limits(max_memory: int | None) -> dict[str, Any]:
         return {}
     return {"extra_config": {
         "memory_limit": f"{max(64, max_memory // 2 // 2**20)}MiB",
-        "threads": DUCKDB_THREADS,
         "max_temp_directory_size": "0KiB",
     }}
 
