@@ -85,6 +85,10 @@ class PostgreSQLBackend(Backend):
             conn.execute(f"SET LOCAL work_mem = '{POSTGRES_WORK_MEM}'")
             # The guard lexes strings the way PostgreSQL does only with standard strings (the default since 9.1).
             conn.execute("SET LOCAL standard_conforming_strings = on")
+            # The rows of a query without ORDER BY in the same order every run (BIRD's soft F1 and `row_order:
+            # always` read them by position): no parallel workers, and no scan joining another one mid-table.
+            conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            conn.execute("SET LOCAL synchronize_seqscans = off")
             if limits.role:
                 conn.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(limits.role)))
             with conn.cursor(name="sqleval_query") as cursor:
