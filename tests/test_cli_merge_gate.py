@@ -53,6 +53,24 @@ def test_merge_of_three_shards_equals_one_unsharded_run(project: pytest.Pytester
     assert main(["gate", str(out)]) == 1
 
 
+def test_merge_prints_every_overall_metric_as_the_terminal_does(project: pytest.Pytester, capsys):
+    """The merged overall line is the unsharded run's: every metric of the report (the error count, test-suite
+    accuracy, interaction match, your own), not a fixed five."""
+    whole_result, whole = run_report(project, "whole.json")
+    shards = []
+    for k in (1, 2):
+        run_report(project, f"shard{k}.json", f"--sqleval-shard={k}/2")
+        shards.append(str(project.path / f"shard{k}.json"))
+    capsys.readouterr()
+    assert main(["merge", *shards, "-o", str(project.path / "all.json")]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("overall (")]
+    terminal = [line for line in whole_result.outlines if line.startswith("overall (")]
+    assert len(printed) == len(terminal) == 1
+    assert printed[0].split("): ", 1)[1] == terminal[0].split("): ", 1)[1]
+    assert "error_count " in printed[0] and "bird_soft_f1 " in printed[0]
+    assert printed[0].startswith(f"overall ({whole['overall']['scored']} scored cases): ")
+
+
 def test_merge_refuses_overlapping_reports(project: pytest.Pytester, capsys):
     _, _ = run_report(project, "a.json")
     _, _ = run_report(project, "b.json", "--sqleval-shard=1/2")

@@ -18,6 +18,7 @@ from pytest_sqleval.datasets.generate import (
     GenerateOptions,
     parse_json_answer,
     parse_mix,
+    proposed_queries,
     quotas,
     screen,
 )
@@ -170,6 +171,19 @@ def test_mix_quotas_and_answer_parsing() -> None:
     assert parse_json_answer("nothing") is None
     with pytest.raises(GenerateError, match="must be at least 1"):
         GenerateOptions.from_text(mix=None, count=0)
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ([{"reasoning": "r", "sql": "SELECT 1"}, "SELECT 2"], [("SELECT 1", "r"), ("SELECT 2", None)]),
+    ([{"sql_query": "SELECT 1"}, {"query": "SELECT 2"}], [("SELECT 1", None), ("SELECT 2", None)]),  # MRO's key
+    ({"queries": [{"sql": "SELECT 1"}, {"sql": "SELECT 2"}]}, [("SELECT 1", None), ("SELECT 2", None)]),  # JSON mode
+    ({"sql": "SELECT 1", "tables": ["parts"]}, [("SELECT 1", None)]),  # one object, even beside a list
+    ({"a": [], "b": []}, [("", None)]),  # two lists: no way to tell which holds the queries
+    ("SELECT 1", None),
+    (None, None),
+])
+def test_proposed_queries_read_every_shape_of_json_answer(answer, expected) -> None:
+    assert proposed_queries(answer) == expected
 
 
 def test_screen_keeps_distinct_queries_in_order(parts_db: Path) -> None:

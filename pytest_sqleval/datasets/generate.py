@@ -306,6 +306,29 @@ class GenerationReport:
         return "\n".join(lines)
 
 
+#: Keys a proposed query's SQL may come under: the prompt's, the MRO paper's prompt's, and a common variant.
+SQL_KEYS = ("sql", "sql_query", "query")
+
+
+def proposed_queries(answer: Any) -> list[tuple[str, Any]] | None:
+    """The (SQL, reasoning) pairs of a model's JSON answer to the SQL prompt: a list of objects (the SQL under one of
+    :data:`SQL_KEYS`) or of SQL texts, one such object, or either wrapped in an object holding one list
+    (``{"queries": [...]}``, as a JSON-mode answer must be). None when the answer holds no JSON list or object."""
+    items = answer
+    if isinstance(items, dict):
+        lists = [value for value in items.values() if isinstance(value, list)]
+        items = lists[0] if len(lists) == 1 and not any(key in items for key in SQL_KEYS) else [items]
+    if not isinstance(items, list):
+        return None
+    pairs: list[tuple[str, Any]] = []
+    for item in items:
+        if isinstance(item, dict):
+            pairs.append((str(next((item[key] for key in SQL_KEYS if item.get(key)), "")), item.get("reasoning")))
+        elif isinstance(item, str):
+            pairs.append((item, None))
+    return pairs
+
+
 def _open(database: str):
     from ..errors import DatabaseError
     from ..execution.backends import backend_for, remember_backend
@@ -472,18 +495,10 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                 clauses=", ".join(f"{c} using {CLAUSE_TYPES[k]}" for k, c in clauses.items()) or "any clauses",
                 difficulty=("; difficulty: " + ", ".join(f"{c} {k}" for k, c in levels.items())) if levels else "")
             answer = llm.ask(SQL_PROMPT_SYSTEM.format(dialect=dialect), prompt, temperature=options.temperature)
-            items = parse_json_answer(answer)
-            if isinstance(items, dict):
-                items = [items]
-            if not isinstance(items, list):
+            candidates = proposed_queries(parse_json_answer(answer))
+            if candidates is None:
                 report.answers_without_json += 1
                 continue
-            candidates = []
-            for item in items:
-                if isinstance(item, dict):
-                    candidates.append((str(item.get("sql") or ""), item.get("reasoning")))
-                elif isinstance(item, str):
-                    candidates.append((item, None))
             report.proposed += len(candidates)
             kept, drops = screen(engine, candidates, dialect=dialect, max_result_rows=options.max_result_rows,
                                  timeout=options.timeout, kept=kept)
