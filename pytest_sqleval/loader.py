@@ -18,7 +18,7 @@ from .comparison import ComparisonOptions
 from .database_specs import case_databases, schema_source, suite_databases
 from .load_context import LoadContext, check_keys, yaml_type
 from .results import temporal_as_text
-from .suite import Case, DatabaseSpec, SchemaSource, Suite
+from .suite import Case, DatabaseSpec, SchemaSource, Suite, difficulty_bucket
 from .suite_options import read_policy, read_suite_options
 from .yaml_lines import LineMapping, read_yaml
 
@@ -41,7 +41,6 @@ RESERVED_TAGS = ("skip", "skipif", "xfail", "parametrize", "usefixtures", "filte
                  "sqleval", "sqleval_database")
 
 #: The classifier's difficulty levels: a case's own label is read in any letter case (`Hard` is `hard`).
-SPIDER_LEVELS = ("easy", "medium", "hard", "extra")
 
 #: Largest `metadata:` of one case, as JSON text (bytes); it is copied into every report.
 MAX_METADATA_BYTES = 64 * 1024
@@ -419,9 +418,7 @@ def _difficulty_label(ctx: LoadContext, entry: LineMapping) -> str | None:
         raise ctx.error(f"difficulty must be a label such as easy/medium/hard/extra, not {value!r}",
                         entry.key_lines["difficulty"],
                         fix="write e.g. `difficulty: hard`, or leave it out to classify the gold SQL")
-    label = value.strip()
-    # `Hard` is the classifier's `hard`: one bucket of the breakdown, not two (other labels are kept as written)
-    return label.lower() if label.lower() in SPIDER_LEVELS else label
+    return difficulty_bucket(value.strip())
 
 
 #: The operators of pytest's -m/-k grammar (_pytest/mark/expression.py): `-m and` is a syntax error, while `in`,

@@ -30,6 +30,16 @@ class PassRule(Protocol):
     def holds(self, metrics: Mapping[str, Any]) -> bool: ...
 
 
+#: The difficulty classifier's levels (Spider's).
+SPIDER_LEVELS = ("easy", "medium", "hard", "extra")
+
+
+def difficulty_bucket(label: str) -> str:
+    """The breakdown bucket of a difficulty label: a classifier level written in any case is that level (`Hard` is
+    `hard`: one bucket, not two); any other label as written."""
+    return label.lower() if label.lower() in SPIDER_LEVELS else label
+
+
 @dataclass(frozen=True)
 class DatabaseSpec:
     """Where a case's database lives.

@@ -130,16 +130,14 @@ def _path_parts(metric: str) -> list[str]:
     return parts
 
 
-#: The classifier's levels: a case's `difficulty: Hard` is counted under `hard` (loader._difficulty_label).
-_LEVELS = ("easy", "medium", "hard", "extra")
-
-
 def _canonical_level(metric: str) -> str:
     """``by_difficulty.HARD.<metric>`` names the bucket the cases' ``difficulty: HARD`` is counted in: ``hard``
-    (other levels are kept as written, as the cases' are)."""
+    (:func:`~pytest_sqleval.suite.difficulty_bucket`, as the loader reads the cases' labels)."""
+    from .suite import difficulty_bucket
+
     parts = _path_parts(metric)
-    if parts[0] == "by_difficulty" and len(parts) == 3 and parts[1].lower() in _LEVELS:
-        return ".".join((parts[0], parts[1].lower(), parts[2]))
+    if parts[0] == "by_difficulty" and len(parts) == 3:
+        return ".".join((parts[0], difficulty_bucket(parts[1]), parts[2]))
     return metric
 
 
