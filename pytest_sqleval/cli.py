@@ -122,20 +122,11 @@ def _print_gates(report: dict[str, Any]) -> bool:
 
 
 def _print_overall(report: dict[str, Any]) -> None:
-    """Every overall metric of the report, in its order, as the terminal summary writes them (interaction match,
-    test-suite accuracy, the error count and your own metrics included)."""
-    from .registry import active_registry
-    from .report.terminal import fmt, fmt_interval
+    """The overall metrics as the terminal summary writes them (the report's own metrics were adopted by _load)."""
+    from .report.terminal import overall_metric_parts
 
     overall = report.get("overall") or {}
-    metrics, intervals = overall.get("metrics", {}), overall.get("intervals", {})
-    known = [m.name for m in active_registry().reported() if m.name in metrics]
-    parts = []
-    for key in [*known, *(key for key in metrics if key not in known)]:
-        value = metrics[key]
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            interval = fmt_interval(intervals.get(key), 2)
-            parts.append(f"{key} {fmt(value)}" + (f" {interval}" if interval else ""))
+    parts = overall_metric_parts({"metrics": {}, "intervals": {}, **overall})
     if parts:
         print(f"overall ({overall.get('scored', overall.get('cases'))} scored cases): " + ", ".join(parts))
 

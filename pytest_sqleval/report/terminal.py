@@ -161,17 +161,22 @@ def fmt_interval(interval: Any, decimals: int = 4) -> str:
     return f"[{interval[0]:.{decimals}f}, {interval[1]:.{decimals}f}]"
 
 
+def overall_metric_parts(overall: dict) -> list[str]:
+    """``name value [low, high]`` for each reported metric of a report's ``overall`` block, in the registry's order
+    (the terminal's overall line, and the one ``sqleval merge``/``gate`` print)."""
+    parts = []
+    for key in (m.name for m in active_registry().reported()):
+        if key in overall["metrics"]:
+            interval = fmt_interval(overall["intervals"].get(key), 2)
+            parts.append(f"{key} {fmt(overall['metrics'][key])}" + (f" {interval}" if interval else ""))
+    return parts
 
 
 def write_deploy_gate(tr, report: dict) -> None:
     """The overall figure, the comparison with the baseline and the verdict of every gate not already shown per suite."""
     overall = report.get("overall")
     if overall and overall.get("suites"):  # no suite ran (nothing collected, all deselected): nothing to average
-        parts = []
-        for key in (m.name for m in active_registry().reported()):
-            if key in overall["metrics"]:
-                interval = fmt_interval(overall["intervals"].get(key), 2)
-                parts.append(f"{key} {fmt(overall['metrics'][key])}" + (f" {interval}" if interval else ""))
+        parts = overall_metric_parts(overall)
         suites = f"{overall['suites']} suite{'s' if overall['suites'] != 1 else ''}"
         tr.write_line(f"overall ({suites}, {overall['scored']} scored cases, micro-average): "
                       + (", ".join(parts) or "no metrics"))
