@@ -49,13 +49,11 @@ import math
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from functools import partial
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
+from pytest_sqleval.comparison import Nulls, Numbers  # the option's values, named where the options are
 from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT, kind_and_total
 from pytest_sqleval.metrics.rows_and_columns import Column, Row
-
-Nulls: TypeAlias = Literal["equal", "distinct"]
-Numbers: TypeAlias = Literal["value", "python"]
 
 NAN: float = float("nan")
 """The single object every NaN is normalised to (see the module docstring)."""

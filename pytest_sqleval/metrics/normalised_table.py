@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
+from pytest_sqleval.comparison import Nulls, Numbers
 from pytest_sqleval.metrics.key_columns import KeyColumn, find_key_column
-from pytest_sqleval.metrics.normalisation import Nulls, Numbers, normalise_column_with_kind
+from pytest_sqleval.metrics.normalisation import normalise_column_with_kind
 from pytest_sqleval.metrics.rows_and_columns import Row, split_columns
 
 

@@ -58,10 +58,10 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any, Hashable
 
+from pytest_sqleval.comparison import Nulls, Numbers
 from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT
 from pytest_sqleval.metrics.gc_pause import gc_paused
 from pytest_sqleval.metrics.key_columns import find_row_key
-from pytest_sqleval.metrics.normalisation import Nulls, Numbers
 from pytest_sqleval.metrics.normalised_table import Table
 from pytest_sqleval.metrics.row_alignment import match_rows_by_key, screen_rows
 from pytest_sqleval.metrics.rows_and_columns import Column, gatherer
