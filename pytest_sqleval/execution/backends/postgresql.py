@@ -31,7 +31,7 @@ from .base import (
     timeout_message,
 )
 from .connect import connect_failure, probe, require_module
-from .setup_scripts import run_setup_scripts
+from .setup_scripts import cut_around, run_setup_scripts
 
 #: PostgreSQL's limit on identifiers (bytes).
 PG_MAX_IDENTIFIER = 63
@@ -365,15 +365,13 @@ def _outside_transaction_parts(text: str) -> list[str]:
     from .insert_merge import _statements
 
     dialect = Dialect.get_or_raise("postgres")
-    parts: list[str] = []
-    start = 0
-    for begin, end, _ in _statements(text, "postgres"):
-        words = [token.text.upper() for token in dialect.tokenize(text[begin:end])]
-        if words[:1] == ["VACUUM"] or "CONCURRENTLY" in words:
-            parts += [text[start:begin], text[begin:end]]
-            start = end
-    parts.append(text[start:])
-    return [part for part in parts if part.strip()]
+
+    def outside_transaction(statement: str) -> bool:
+        words = [token.text.upper() for token in dialect.tokenize(statement)]
+        return words[:1] == ["VACUUM"] or "CONCURRENTLY" in words
+
+    spans = ((begin, end) for begin, end, _ in _statements(text, "postgres"))
+    return [part for part, _ in cut_around(text, spans, outside_transaction) if part.strip()]
 
 
 def _copies_from_stdin(script: Path) -> bool:

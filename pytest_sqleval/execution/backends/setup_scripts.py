@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ...errors import DatabaseError
 from .base import first_line
@@ -43,6 +43,19 @@ def _statement_at(text: str, locate, done: list[str]) -> str:
     end = text.find("\n", start)
     shown = text[start:end if end != -1 else len(text)].strip()
     return f" (line {text.count(chr(10), 0, start) + 1}: {shown[:80]}{'...' if len(shown) > 80 else ''})"
+
+
+def cut_around(text: str, spans: Iterable[tuple[int, int]], alone: Callable[[str], bool]) -> list[tuple[str, bool]]:
+    """``text`` cut around the statements (``spans``: start and end offsets) that ``alone`` picks: ``(part, picked)``
+    in order, so that a backend runs each picked statement on its own and the parts between as they are."""
+    parts: list[tuple[str, bool]] = []
+    start = 0
+    for begin, end in spans:
+        if alone(text[begin:end]):
+            parts += [(text[start:begin], False), (text[begin:end], True)]
+            start = end
+    parts.append((text[start:], False))
+    return parts
 
 
 def _code_start(text: str, offset: int) -> int:

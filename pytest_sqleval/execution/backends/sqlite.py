@@ -27,7 +27,7 @@ from .base import (
     memory_message,
     timeout_message,
 )
-from .setup_scripts import _code_start, build_file_once, failing_statement, run_setup_scripts
+from .setup_scripts import _code_start, build_file_once, cut_around, failing_statement, run_setup_scripts
 
 #: Longest string or blob a SQLite query may build (bytes).
 SQLITE_MAX_LENGTH = 10_000_000
@@ -309,15 +309,13 @@ def _foreign_keys_parts(text: str) -> list[tuple[str, bool]]:
     outside the transaction (inside one they are a no-op: the script's cascades and checks would not happen)."""
     if "foreign_keys" not in text.lower():
         return [(text, True)]
-    parts: list[tuple[str, bool]] = []
-    start = 0
-    for offset, statement in _sqlite_statements(text):
+
+    def foreign_keys_pragma(statement: str) -> bool:
         code = statement[_code_start(statement, 0):]
-        if code[:6].upper() == "PRAGMA" and "foreign_keys" in code.lower():
-            parts += [(text[start:offset], True), (statement, False)]
-            start = offset + len(statement)
-    parts.append((text[start:], True))
-    return parts
+        return code[:6].upper() == "PRAGMA" and "foreign_keys" in code.lower()
+
+    spans = ((offset, offset + len(statement)) for offset, statement in _sqlite_statements(text))
+    return [(part, not alone) for part, alone in cut_around(text, spans, foreign_keys_pragma)]
 
 
 def _sqlite_locate(done: list[str], text: str) -> int | None:
