@@ -4,7 +4,7 @@
 Run from the project root::
 
     python benchmarks/bench_spider.py --official-dir /tmp/official --official-python /tmp/official/venv/bin/python
-        [--repeats 5] [--workers 2] [--profile OUT.prof] [--speedups-python VENV/bin/python]
+        [--repeats 5] [--workers 2] [--profile OUT.prof] [--speedups-python VENV/bin/python] [--floor]
 
 ``--official-dir`` is a scratch copy of ``../shared/reference/official/test-suite-sql-eval`` prepared as its
 README (``../shared/reference/official/README.md``) says (``preserve_line=True``; nltk + sqlparse installed for
@@ -13,6 +13,7 @@ files, the plugin a suite written by ``spider_suites.suite_document`` (profile `
 ``spider``, hardness from ``tables.json``, soft F1 in every record). Each repetition runs the three commands
 one after the other (official, serial, ``-n N``) so the machine's load hits all of them alike; the script
 prints each wall time (median and best) and its ratio to the official run of the same repetition.
+``--floor`` adds pytest's own floor: 972 parametrized tests whose body is ``pass``, plugin off, serial and ``-n N``.
 """
 
 from __future__ import annotations
@@ -93,9 +94,13 @@ def main() -> None:
     parser.add_argument("--speedups-python", metavar="PYTHON",
                         help="also time the serial run with this interpreter: one of a venv where "
                              "`pip install -e '.[speedups]'` installed sqlglot's compiled build (sqlglotc)")
-    parser.add_argument("--only", choices=("official", "serial", "xdist", "speedups"), action="append",
+    parser.add_argument("--only", choices=("official", "serial", "xdist", "speedups", "floor", "floor-xdist"),
+                        action="append",
                         help="run only these sides (repeatable)")
     parser.add_argument("--profile", metavar="OUT", help="also write a cProfile of one serial run to OUT")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time pytest's own floor: a plain file of as many parametrized tests that do "
+                             "nothing (`pass`), serial and -n N, without the plugin")
     args = parser.parse_args()
     spider = args.spider.resolve()
     items = spider_items(spider)
@@ -121,6 +126,16 @@ def main() -> None:
         if args.speedups_python:  # the same command, its report written beside the serial one's
             runs["speedups"] = ([args.speedups_python, *plugin[1:-1], f"--sqleval-json={folder / 'report-speedups.json'}"],
                                 folder, env)
+        if args.floor:  # what pytest alone costs for as many items: no plugin, no work in the test
+            (folder / "floor").mkdir()
+            (folder / "floor" / "test_floor.py").write_text(
+                "import pytest\n\n\n"
+                f"@pytest.mark.parametrize('i', range({len(items)}))\ndef test_case(i):\n    pass\n",
+                encoding="utf-8")
+            plain = [sys.executable, "-m", "pytest", "test_floor.py", "-q", "-p", "no:cacheprovider", "-p",
+                     "no:sqleval", "--rootdir", str(folder / "floor"), "-o", "addopts="]
+            runs["floor"] = (plain, folder / "floor", env)
+            runs["floor-xdist"] = (plain + ["-n", str(args.workers)], folder / "floor", env)
         sides = [s for s in runs if not args.only or s in args.only]
         for name in sides:  # warm-up (file caches, bytecode), not timed
             timed(*runs[name])
