@@ -68,7 +68,12 @@ def outcome_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 def mean(values: Iterable[float | bool | None]) -> float | None:
     present = [float(v) for v in values if v is not None]
-    return math.fsum(present) / len(present) if present else None
+    if not present:
+        return None
+    try:
+        return math.fsum(present) / len(present)
+    except OverflowError:  # finite values whose sum is beyond a float (a user's mean metric of 1e308s): scale first
+        return math.fsum(v / len(present) for v in present)
 
 
 def case_metrics(records: Sequence[Mapping[str, Any]], registry: MetricRegistry | None = None) -> dict[str, Any]:

@@ -228,15 +228,22 @@ class QueryRunner:
 
     def __call__(self, sql: str, *, timeout: float | None = None, max_rows: int | None = None,
                  dialect: str | None = None):
-        from .assertions import run_limits
+        from .assertions import limit_hint, run_limits
+        from .errors import QueryError
         from .execution.runner import run_query
         from .running_test import running_settings
 
         timeout, max_rows = run_limits(timeout, max_rows)
         settings = running_settings()
-        return run_query(self.engine, sql, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect,
-                         allow_functions=settings.get("allow_functions", frozenset()),
-                         max_memory=settings.get("max_memory"))
+        try:
+            return run_query(self.engine, sql, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect,
+                             allow_functions=settings.get("allow_functions", frozenset()),
+                             max_memory=settings.get("max_memory"))
+        except QueryError as exc:  # a limit's message names this call's `timeout=`/`max_rows=`
+            hinted = limit_hint(exc.message)
+            if hinted == exc.message:
+                raise
+            raise QueryError(exc.kind, hinted) from None
 
 
 @pytest.fixture

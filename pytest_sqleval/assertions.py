@@ -86,6 +86,7 @@ class GoldScore:
     execution_match: bool
     soft_f1: float
     record: dict[str, Any]  # a suite-style record (mismatch, error), rendered like a miss
+    raw: tuple[tuple, tuple] | None = None  # rows only in gold / only in the prediction, as the engine returned them
 
 
 @dataclass(eq=False, repr=False)
@@ -514,6 +515,9 @@ def expected_rows(value: Mapping[str, Any], *, where: str = "expected") -> Query
     bad = [i for i, r in enumerate(rows) if len(r) != width]
     if bad:
         raise ValueError(f"{where}: row {bad[0] + 1} has {len(rows[bad[0]])} values, expected {width}")
+    ordered = value.get("ordered", False)  # as a suite's `expected:` is checked (loader.py)
+    if not isinstance(ordered, bool):
+        raise ValueError(f"{where}: `ordered` of the expected rows must be True or False, not {ordered!r}")
     return QueryResult.of([tuple(r) for r in rows], columns=list(columns) if columns is not None else None) \
         if rows or columns is not None else QueryResult(columns=(), rows=[])
 
@@ -530,7 +534,7 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
     """Run the prediction once and compare it with each accepted gold."""
     __tracebackhide__ = True
     from .errors import DatabaseError, GoldError, QueryError
-    from .evaluate import case_soft_f1, mismatch_record, run_prediction
+    from .evaluate import DIFF_ROWS, against_expected, case_soft_f1, mismatch_record, run_prediction
     from .execution.runner import sqlglot_dialect
     from .metrics.execution_match import compare_results
 
@@ -549,7 +553,7 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
                 runs.append(evaluator.run_gold(g.sql, options, engine, dialect, display, timeout=timeout,
                                                max_rows=max_rows, max_memory=max_memory))
             except GoldError as exc:
-                raise GoldError(f"{exc}\n  gold SQL: {_one_line(g.sql)}\n  {_gold_fix(str(exc))}") from None
+                raise GoldError(f"{limit_hint(str(exc))}\n  gold SQL: {_one_line(g.sql)}\n  {_gold_fix(str(exc))}") from None
             except DatabaseError as exc:  # raised afresh here: no frame below (their locals hold the raw URL)
                 raise DatabaseError(str(exc)) from None
         else:
@@ -565,19 +569,40 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
     except DatabaseError as exc:  # raised afresh here: no frame below (their locals hold the raw URL)
         raise DatabaseError(str(exc)) from None
     except QueryError as exc:
+        message = limit_hint(exc.message)
         return [GoldScore(_label(g), g.sql, False, 0.0, {**base, "gold": _label(g), "valid": False, "soft_f1": 0.0,
-                                                          "error": {"kind": exc.kind, "message": exc.message}})
+                                                          "error": {"kind": exc.kind, "message": message}})
                 for g in golds]
     scores = []
     for g, run in zip(golds, runs):
-        side = pred if g.sql is not None else with_temporal_text(pred)  # expected rows: dates as ISO text
+        side = pred
+        if g.sql is None:  # expected rows: dates as ISO text, `rows: []` of any width (as in suites)
+            run, side = against_expected(run, pred)
         verdict = compare_results(run.result, side, options, ordered=run.ordered, tie_groups=run.tie_groups)
         f1 = case_soft_f1(run.result, side, verdict, options)
         record = {**base, "gold": _label(g), "valid": True, "error": None, "soft_f1": f1,
                   "execution_match": verdict.match, "vacuous": verdict.vacuous,
                   "mismatch": None if verdict.match else mismatch_record(run, side, verdict)}
-        scores.append(GoldScore(_label(g), g.sql, verdict.match, f1, record))
+        raw = (tuple(verdict.gold_only_rows[:DIFF_ROWS]), tuple(verdict.pred_only_rows[:DIFF_ROWS]))
+        scores.append(GoldScore(_label(g), g.sql, verdict.match, f1, record, raw))
     return scores
+
+
+#: How a limit's message says to raise it, in a suite's words and in a plain test's (the helper's argument first:
+#: an explicit `max_rows=` wins over the option, and there is no suite whose `timeout:` could be raised).
+_LIMIT_HINTS = (
+    ("raise it with --sqleval-timeout or the suite's `timeout:`", "raise it with `timeout=` or --sqleval-timeout"),
+    ("raise it with --sqleval-max-rows", "raise it with `max_rows=` or --sqleval-max-rows"),
+    ("raise it with --sqleval-max-memory or the suite's `max_memory:`",
+     "raise it with --sqleval-max-memory or the ini option sqleval_max_memory"),
+)
+
+
+def limit_hint(message: str) -> str:
+    """A limit's message (timeout, row cap, memory) as the helpers and ``sqleval_query`` say it."""
+    for suite_words, helper_words in _LIMIT_HINTS:
+        message = message.replace(suite_words, helper_words)
+    return message
 
 
 def _check_predicted(predicted: Any, helper: str) -> None:
@@ -669,11 +694,17 @@ def _reason(record: dict[str, Any]) -> str:
 
 def _render(head: str, scores: list[GoldScore], best: int, predicted: str) -> str:
     """The suite's ``-v`` miss layout (report/diff.py) for the best gold, then a line per other gold."""
-    from .report.diff import render_miss
+    from .report.diff import render_miss, rows_look_alike, rows_only
 
     record = dict(scores[best].record)
     record["id"] = "sqleval"
     body = render_miss(record, verbose=True).splitlines()
+    mismatch, raw = record.get("mismatch"), scores[best].raw
+    if mismatch and raw and rows_look_alike(mismatch["gold_only_rows"], mismatch["predicted_only_rows"]):
+        # the report's values are JSON (a DECIMAL is a float there): the engine's own show what differs
+        sides = dict(zip(("  rows only in gold:", "  rows only in prediction:"), rows_only(*raw, typed=True)))
+        body = [next((line[:27] + text for start, text in sides.items() if line.startswith(start)), line)
+                for line in body]
     lines = [head, f"  {_reason(record)}", *body[1:]]
     if not any(line.startswith("  soft_f1:") for line in lines):
         lines.insert(4, f"  soft_f1: {record.get('soft_f1') or 0.0:.4f}")
@@ -687,7 +718,7 @@ def _render(head: str, scores: list[GoldScore], best: int, predicted: str) -> st
 
 def _explain_execution_verdict(verdict) -> str:
     """compare_results' verdict on its own (no SQL): the reason, the detail and example rows."""
-    from .report.diff import _row
+    from .report.diff import rows_only
 
     if verdict.match:
         return "execution_match: the results match" + (" (both empty: vacuous)" if verdict.vacuous else "")
@@ -696,10 +727,11 @@ def _explain_execution_verdict(verdict) -> str:
         mapping = verdict.column_mapping
         pairs = mapping.items() if isinstance(mapping, Mapping) else enumerate(mapping)
         lines.append("  column mapping (gold -> predicted): " + ", ".join(f"{g}->{p}" for g, p in pairs))
-    if verdict.gold_only_rows:
-        lines.append("  rows only in gold:       " + "; ".join(_row(r) for r in verdict.gold_only_rows))
-    if verdict.pred_only_rows:
-        lines.append("  rows only in prediction: " + "; ".join(_row(r) for r in verdict.pred_only_rows))
+    gold_only, predicted_only = rows_only(verdict.gold_only_rows, verdict.pred_only_rows)
+    if gold_only:
+        lines.append("  rows only in gold:       " + gold_only)
+    if predicted_only:
+        lines.append("  rows only in prediction: " + predicted_only)
     return "\n".join(lines)
 
 

@@ -50,14 +50,20 @@ class ReportError(ValueError):
         super().__init__(f"{path}: {message}\n  fix: {fix}")
 
 
+_WRITE_IT = "write it with pytest --sqleval --sqleval-json PATH"
+
+
 def load_report(path: str | Path, *, role: str = "report") -> dict[str, Any]:
     """Read a ``sqleval-report/1`` JSON file; a ReportError names the file and the fix."""
     path = Path(path)
-    write_it = "write it with pytest --sqleval --sqleval-json PATH"
+    write_it = _WRITE_IT
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ReportError(path, f"cannot read the {role}: {exc.strerror or exc}", f"pass an existing file; {write_it}") from None
+    except UnicodeDecodeError as exc:  # a zipped or gzipped artifact, say
+        raise ReportError(path, f"the {role} is not UTF-8 text (byte {exc.start}: a compressed or binary file?)",
+                          f"unpack it and pass the JSON file itself; {write_it}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -69,10 +75,72 @@ def load_report(path: str | Path, *, role: str = "report") -> dict[str, Any]:
     for key in ("suites", "cases"):
         if not isinstance(data.get(key), list):
             raise ReportError(path, f"the {role} has no {key!r} list", write_it)
+    return check_report(path, data, role=role)
+
+
+def check_report(path: str | Path, data: dict[str, Any], *, role: str = "report") -> dict[str, Any]:
+    """The checks of a parsed ``sqleval-report/1`` dict (with its ``suites`` and ``cases`` lists) that every reader
+    relies on: the blocks are objects, each suite has a name, each case a suite and an id, once, and its compared
+    scores are numbers. A ReportError names the file, the block or case, and the fix."""
+    write_it = _WRITE_IT
+    problem = _malformed_block(data)
+    if problem:
+        raise ReportError(path, f"the {role} {problem}", write_it)
+    for number, entry in enumerate(data["suites"], start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ReportError(path, f"suite #{number} of the {role} has no name", write_it)
+    seen: dict[tuple[str, str], int] = {}
+    compared = _paired(None)
     for number, case in enumerate(data["cases"], start=1):
         if not isinstance(case, dict) or "suite" not in case or "id" not in case:
             raise ReportError(path, f"case #{number} of the {role} has no suite and id", write_it)
+        key = (str(case["suite"]), str(case["id"]))
+        if key in seen:  # the comparison would keep one of them, the aggregates count both
+            raise ReportError(path, f"case #{number} ({key[0]}::{key[1]}) of the {role} is also case #{seen[key]}: "
+                                    "a report holds each case once", write_it)
+        seen[key] = number
+        problem = _malformed_score(case, compared)
+        if problem:
+            raise ReportError(path, f"case #{number} ({key[0]}::{key[1]}) of the {role} has {problem}", write_it)
     return data
+
+
+#: The blocks of a report that are objects (null when absent), and the keys of ``run`` that are objects or lists.
+_OBJECT_BLOCKS = ("run", "overall", "baseline", "metric_definitions")
+_RUN_SHAPES = {"files": dict, "options": dict, "git": dict, "versions": dict, "prediction_files": list}
+
+
+def _malformed_block(data: Mapping[str, Any]) -> str | None:
+    """What is wrong with a block the comparison and the gates read (a hand-edited report), or None."""
+    for block in _OBJECT_BLOCKS:
+        if data.get(block) is not None and not isinstance(data[block], dict):
+            return f"has a {block!r} block that is not an object ({type(data[block]).__name__})"
+    if data.get("gates") is not None and not isinstance(data["gates"], list):
+        return f"has a 'gates' block that is not a list ({type(data['gates']).__name__})"
+    run = data.get("run") or {}
+    for key, shape in _RUN_SHAPES.items():
+        if run.get(key) is not None and not isinstance(run[key], shape):
+            return f"has a run.{key} that is not {'an object' if shape is dict else 'a list'} ({type(run[key]).__name__})"
+    if any(not isinstance(digest, str) for digest in (run.get("files") or {}).values()):
+        return "has a run.files entry that is not a SHA-256 text"
+    gates = (run.get("options") or {}).get("gates")
+    if gates is not None and not isinstance(gates, dict):
+        return f"has a run.options.gates that is not an object ({type(gates).__name__})"
+    return None
+
+
+def _malformed_score(case: Mapping[str, Any], metrics: Sequence[Metric]) -> str | None:
+    """A compared metric whose value is not null, true/false or a finite number (``"nan"``, ``"0.5"``), or None."""
+    from .registry import MetricError, check_case_value
+
+    record = dict(case)  # check_case_value may turn a number into Python's own type in place
+    for metric in metrics:
+        key = metric.case_key or metric.name
+        try:
+            check_case_value(metric, record)
+        except MetricError:
+            return f"{key} {case.get(key)!r}, not a {metric.kind} value (true/false, a finite number or null)"
+    return None
 
 
 def normalise_case(case: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,6 +252,10 @@ def compare_reports(current: Mapping[str, Any], baseline: Mapping[str, Any], *, 
     for case in baseline.get("cases", []):
         base_by_suite[case["suite"]].append(case)
     warnings = file_warnings(current.get("run"), baseline.get("run"))
+    shard = (baseline.get("run") or {}).get("shard")
+    if shard:  # one shard's artifact taken for the deployed model's report
+        warnings.append(f"the baseline is shard {shard} of its run: the other shards' cases count as new; "
+                        "compare with their merged report (sqleval merge)")
     names = [s["name"] for s in current.get("suites", [])]
     names += [name for name in cur_by_suite if name not in names]
     suites = []

@@ -84,7 +84,11 @@ def _path_setting(config: pytest.Config, name: str) -> str | None:
         option = "--" + name.replace("_", "-")
         raise pytest.UsageError(f"{option} {path} is a directory; give a file path, e.g. "
                                 f"{Path(path) / ('sqleval.md' if name.endswith('markdown') else 'sqleval.html')}")
-    return path
+    if "$" in path:  # an unset variable: not written, and said so at the end
+        return path
+    from .settings import from_invocation_dir
+
+    return str(from_invocation_dir(config, path))  # now, as --junitxml's: a test that changes directory cannot move it
 
 
 def _active(config: pytest.Config) -> bool:
@@ -103,6 +107,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(CIPlugin(config), "sqleval-ci")
 
 
+def _shard_got_no_case(config: pytest.Config) -> bool:
+    """``--sqleval-shard K/N`` gave this run no case: its reports are still written, saying so."""
+    from .deploygate_plugin import DEPLOY_KEY
+
+    deploy = config.stash.get(DEPLOY_KEY, None)
+    return deploy is not None and deploy.shard_empty
+
+
 def _ci(config: pytest.Config) -> CIState | None:
     return config.stash.get(CI_KEY, None)
 
@@ -119,7 +131,7 @@ def session_report(config: pytest.Config) -> dict[str, Any] | None:
     from .state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
-    if state is None or not state.summaries:
+    if state is None or not (state.summaries or _shard_got_no_case(config)):
         return None
     report = getattr(state, "report", None)
     if isinstance(report, dict):
@@ -294,8 +306,9 @@ def _finish(session: pytest.Session) -> None:
     report = session_report(config)
     if report is None:
         return
-    _junit_gates(config, report)
-    _mark_final_line(config, report)
+    own = _own_report(config, report)  # the gates' verdicts as the plugin decided them, not a hook's copy
+    _junit_gates(config, own)
+    _mark_final_line(config, own)
     for kind, path in (("Markdown", ci.markdown), ("HTML", ci.html)):
         if not path:
             continue
@@ -322,6 +335,15 @@ def _write(kind: str, path: str, report: dict[str, Any]) -> str:
     from .report.html import write_html
 
     return f"sqleval HTML report written to {write_html(path, report)}"
+
+
+def _own_report(config: pytest.Config, report: dict[str, Any]) -> dict[str, Any]:
+    """The report as the plugin built it (the deploy gate keeps it), before a ``pytest_sqleval_update_json`` changed
+    the copy that is written and rendered: JUnit's gate failures and the final line follow the exit status."""
+    from .deploygate_plugin import DEPLOY_KEY
+
+    own = getattr(config.stash.get(DEPLOY_KEY, None), "report", None)
+    return own if isinstance(own, dict) else report
 
 
 def _mark_final_line(config: pytest.Config, report: dict[str, Any]) -> None:

@@ -4,9 +4,9 @@
     sqleval gate all.json [--threshold M=V ...] [--baseline B.json] [--max-regressed N]
                           [--fail-under-baseline M[=TOL] ...] [--alpha A] [-o regated.json]
 
-Exit status: ``gate``: 0 when every gate passes, 1 when a gate fails or a case of the report errored (as
-pytest's exit status); ``merge``: 0 once the merged report is written (it prints the gates; ``sqleval gate``
-decides); both: 2 for bad input (a missing or malformed report, a bad option).
+Exit status: ``gate``: 0 when every gate passes, 1 when a gate fails or a case of the report errored or failed
+(``--sqleval-strict``), as pytest's exit status; ``merge``: 0 once the merged report is written (it prints the
+gates; ``sqleval gate`` decides); both: 2 for bad input (a missing or malformed report, a bad option).
 
 Subcommands live in :data:`SUBCOMMANDS`: name -> "module:function", where the function receives
 the argparse sub-parsers object, adds its parser and sets ``handler`` (a function of the parsed
@@ -223,14 +223,20 @@ def gate_command(args: argparse.Namespace) -> int:
     if args.output:
         _write(args.output, regated)
     _print_overall(regated)
-    for warning in (regated.get("baseline") or {}).get("warnings", []):
+    merge_warnings = (regated.get("run") or {}).get("merge_warnings") or []  # a missing shard, say
+    for warning in [*merge_warnings, *(regated.get("baseline") or {}).get("warnings", [])]:
         print(f"warning: {warning}", file=sys.stderr)
     passed = _print_gates(regated)
-    errored = [f"{c.get('suite')}::{c.get('id')}" for c in regated["cases"] if c.get("outcome") == "error"]
-    if errored:  # as pytest: a case whose gold or database failed is the suite's error, and fails the run
-        shown = ", ".join(errored[:10]) + (f" (and {len(errored) - 10} more)" if len(errored) > 10 else "")
-        print(f"sqleval: {len(errored)} case(s) errored (the suite is broken, not the model): {shown}")
-    return EXIT_OK if passed and not errored else EXIT_GATE_FAILED
+    # as pytest: a case whose gold or database failed is the suite's error, and a miss under --sqleval-strict is a
+    # failure; either fails the run
+    failing = False
+    for outcome, why in (("error", "errored (the suite is broken, not the model)"), ("failed", "failed (--sqleval-strict)")):
+        cases = [f"{c.get('suite')}::{c.get('id')}" for c in regated["cases"] if c.get("outcome") == outcome]
+        if cases:
+            failing = True
+            shown = ", ".join(cases[:10]) + (f" (and {len(cases) - 10} more)" if len(cases) > 10 else "")
+            print(f"sqleval: {len(cases)} case(s) {why}: {shown}")
+    return EXIT_OK if passed and not failing else EXIT_GATE_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -82,7 +82,12 @@ def load_report(path: str | Path) -> dict[str, Any]:
                                "give the file written by pytest --sqleval-json or sqleval merge")
     if not isinstance(report.get("suites"), list) or not isinstance(report.get("cases"), list):
         raise ReportInputError(f"{path}: a {SCHEMA} report needs the lists `suites` and `cases`")
-    return report
+    from .baseline import ReportError, check_report
+
+    try:  # a block that is not an object, a case given twice, a score that is not a number
+        return check_report(path, report)
+    except ReportError as exc:
+        raise ReportInputError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -207,14 +207,27 @@ def _case_result(item, state, prepared, record: dict[str, Any]) -> None:
     """``pytest_sqleval_case_result``. A streaming reporter that raises makes the case an error naming it, so
     pytest, the summary and the reports agree (not a case the report passes and pytest fails)."""
     hook = item.config.hook.pytest_sqleval_case_result
+    if not hook.get_hookimpls():  # the plugin implements none: nothing streams the record
+        return
     try:
-        hook(record=record, item=item, config=item.config)
+        # a copy: the hook streams the record, it cannot change the verdicts the reports and aggregates read after it
+        hook(record=_copied(record), item=item, config=item.config)
     except Exception as exc:  # noqa: BLE001 - one case never takes the run down
         from .hookspec import hook_failure
 
         error = UserHookError(hook_failure(hook, exc))
         item.sqleval_record = errored_record(item, state, prepared, error)
         raise CaseErrored(item.sqleval_record, error) from exc
+
+
+def _copied(record: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a record (a shallow one if a user's value in it cannot be copied)."""
+    import copy
+
+    try:
+        return copy.deepcopy(record)
+    except Exception:  # noqa: BLE001 - a value of a user's score_case hook (a lock, a generator) that cannot be copied
+        return dict(record)
 
 
 def score_case(item, state, engines, prepared, chosen, *, database: str | None) -> dict[str, Any]:
@@ -243,7 +256,7 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
         checked = active_registry().case_metrics()  # scoring: it may have left a built-in a value no aggregate takes
         problem = record_problem(record)  # or changed the record's own keys: this case's error, not a crash later
         if problem is not None:
-            raise ValueError(f"a pytest_sqleval_score_case hook left {problem}")
+            raise UserHookError(f"a pytest_sqleval_score_case hook left {problem}")  # the user's doing, not ours
     for metric in checked:  # a user's metric left a value the aggregates can use (none: nothing to do)
         check_case_value(metric, record)
     record.update(chosen.record_fields())

@@ -39,7 +39,8 @@ numbers
     ``value``: numbers compare by value whatever the driver returned: a
     ``Decimal`` (DuckDB DECIMAL, PostgreSQL NUMERIC) is an int when integral
     and a float otherwise, so ``Decimal("0.1")`` equals the float ``0.1``,
-    and NaN equals NaN. ``python``: the driver's values compare with Python's
+    and NaN equals NaN; two Decimals compare exactly when neither result
+    holds a float (``Decimal("0.10000000000000000001") != Decimal("0.1")``). ``python``: the driver's values compare with Python's
     ``==``, as the official scripts compare them (BIRD's ``set()``,
     LogicCat's ``==``, test-suite's ``result_eq``): ``Decimal("0.1")`` is not
     the float ``0.1`` (Python compares them exactly) and NaN never equals

@@ -392,8 +392,8 @@ class Evaluator:
         for runs in (tuple(gold), *alternatives):
             per_database = []
             for run, pred_result in zip(runs, predicted):
-                if run.database == EXPECTED_ROWS:  # hand-written rows: dates meet the engine's as ISO text
-                    pred_result = with_temporal_text(pred_result)
+                if run.database == EXPECTED_ROWS:  # hand-written rows: dates as ISO text, `rows: []` of any width
+                    run, pred_result = against_expected(run, pred_result)
                 verdict = compare_results(run.result, pred_result, options, ordered=run.ordered, tie_groups=run.tie_groups)
                 per_database.append((run, pred_result, verdict))
             first_run, first_pred, first_verdict = per_database[0]
@@ -453,6 +453,17 @@ def expected_run(expected) -> GoldRun:
     prediction's are when compared with them)."""
     result = QueryResult(columns=tuple(expected.columns), rows=[tuple(r) for r in expected.rows])
     return GoldRun(EXPECTED_ROWS, with_temporal_text(result), bool(expected.ordered), None)
+
+
+def against_expected(run: GoldRun, pred: QueryResult) -> tuple[GoldRun, QueryResult]:
+    """Expected rows (``run``) and a prediction's result, as they are compared: the prediction's dates as ISO text;
+    and ``rows: []`` without ``columns:`` says only "no rows", so it takes the prediction's width (else
+    ``empty: match_same_columns`` would count 0 columns nobody wrote, and no empty result could match)."""
+    pred = with_temporal_text(pred)
+    if not run.result.columns and not run.result.rows:
+        width = tuple(f"c{i}" for i in range(pred.column_count))
+        run = GoldRun(run.database, QueryResult(columns=width, rows=[]), run.ordered, run.tie_groups, run.note)
+    return run, pred
 
 
 def shape_record(case: Case | None, result: QueryResult | None) -> dict[str, Any] | None:

@@ -71,7 +71,8 @@ def pytest_sqleval_score_case(case: Any, suite: Any, prediction: str | None, rec
 def pytest_sqleval_case_result(record: dict[str, Any], item: pytest.Item, config: pytest.Config) -> None:
     """A case's final record, with its ``outcome`` (passed/missed/failed/error); for streaming reporters.
 
-    Called in the process that ran the case (an xdist worker); treat the record as read-only.
+    Called in the process that ran the case (an xdist worker), with a copy of the record: changing it changes
+    nothing the reports and aggregates read.
     """
 
 

@@ -60,10 +60,17 @@ def yaml_type(value: Any) -> str:
     return "text" if isinstance(value, str) else type(value).__name__
 
 
-def check_keys(ctx: LoadContext, mapping: LineMapping, allowed: Iterable[str], what: str) -> None:
-    """Refuse a key not in ``allowed``, suggesting the closest allowed key (a typo is the usual cause)."""
+def check_keys(ctx: LoadContext, mapping: LineMapping, allowed: Iterable[str], what: str,
+               elsewhere: tuple[Iterable[str], str, str] | None = None) -> None:
+    """Refuse a key not in ``allowed``, suggesting the closest allowed key (a typo is the usual cause).
+
+    ``elsewhere``: (keys, where they belong, the fix) for keys valid at another level of the file (`max_rows:` on a
+    case, `gold:` at the top): named as such, never as a typo of a similar key (`max_rows` is no `expect_rows`)."""
     allowed = tuple(allowed)
     for key in mapping:
+        if key not in allowed and elsewhere is not None and key in tuple(elsewhere[0]):
+            raise ctx.error(f"`{key}:` in {what} is {elsewhere[1]}", mapping.key_lines.get(key, mapping.line),
+                            fix=elsewhere[2])
         if key not in allowed:
             close = difflib.get_close_matches(str(key), allowed, n=1)
             hint = f"did you mean `{close[0]}`? " if close else ""

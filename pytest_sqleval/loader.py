@@ -56,9 +56,11 @@ def load_suite(path: str | Path, profiles: Mapping[str, ComparisonOptions] | Non
     data = read_yaml(path)
     ctx = LoadContext(path)
     if not isinstance(data, dict):
-        raise ctx.error("a suite must be a YAML mapping with a `cases:` list", 1,
+        empty = "the suite file is empty (or holds only comments); " if data is None else ""
+        raise ctx.error(f"{empty}a suite must be a YAML mapping with a `cases:` list", 1,
                         fix="start the file with keys such as `database:` and `cases:`")
-    check_keys(ctx, data, SUITE_KEYS, "suite")
+    check_keys(ctx, data, SUITE_KEYS, "suite", (CASE_KEYS, "a key of a case",
+                                                 "put it in a case under `cases:` (`- id: ...` then `gold: ...`)"))
     lines = data.key_lines
 
     name = _text_value(ctx, data, "suite") or _stem(path)
@@ -111,7 +113,8 @@ def _cases(ctx: LoadContext, data: LineMapping, suite_dbs: tuple[DatabaseSpec, .
     raw = data.get("cases")
     line = data.key_lines.get("cases", data.line)
     if raw is None:
-        raise ctx.error("the suite has no `cases:`", line, fix="add a `cases:` list of {id, question, gold, predicted}")
+        what = "`cases:` is empty: no case is listed under it" if "cases" in data else "the suite has no `cases:`"
+        raise ctx.error(what, line, fix="add a `cases:` list of {id, question, gold, predicted}")
     if not isinstance(raw, list) or not raw:
         raise ctx.error("`cases:` must be a non-empty list", line, fix="write each case as `- id: ...` under `cases:`")
     seen: dict[str, int] = {}
@@ -121,7 +124,9 @@ def _cases(ctx: LoadContext, data: LineMapping, suite_dbs: tuple[DatabaseSpec, .
         if not isinstance(entry, dict):
             raise ctx.error(f"case #{position + 1} is not a mapping", entry_line,
                             fix="write each case as a mapping: `- id: ...`, `gold: ...`")
-        check_keys(ctx, entry, CASE_KEYS, f"case #{position + 1}")
+        check_keys(ctx, entry, CASE_KEYS, f"case #{position + 1}",
+                   (SUITE_KEYS, "a key of the suite, for every case of the file",
+                    "move it to the top level of the file; cases that need another value go in a suite file of their own"))
         case_id = _case_id(ctx, entry, position)
         if case_id in seen:
             raise ctx.error(f"duplicate case id {case_id!r} (first on line {seen[case_id]})", entry.key_lines["id"],
@@ -205,7 +210,9 @@ def _turns(ctx: LoadContext, entry: LineMapping, case_id: str, first_index: int,
         if not isinstance(turn, dict):
             raise ctx.error(f"turn {number} of interaction {case_id!r} is not a mapping", turn_line,
                             fix="write each turn as {question: ..., gold: ..., predicted: ...}")
-        check_keys(ctx, turn, TURN_KEYS, f"turn {number} of interaction {case_id!r}")
+        check_keys(ctx, turn, TURN_KEYS, f"turn {number} of interaction {case_id!r}",
+                   (CASE_KEYS, "a key of the case that holds the interaction, for all its turns",
+                    "move it up beside `interaction:`"))
         where = f"{case_id}/{number}"
         turn_common = dict(common)
         if "policy" in turn:
@@ -244,7 +251,28 @@ def _sql_text(ctx: LoadContext, entry: LineMapping, key: str, where: str, *, req
                         fix=f"quote the SQL, or use a block scalar: `{key}: |` followed by indented lines")
     if required and not value.strip():
         raise ctx.error(f"`{key}:` of {where!r} is empty", entry.key_lines[key], fix=f"write the {key} SQL after `{key}:`")
+    if required and _no_statement(value):
+        raise ctx.error(f"`{key}:` of {where!r} holds no SQL statement, only comments, white space or ';' (it would "
+                        "run as an empty result every prediction is scored against)", entry.key_lines[key],
+                        fix=f"write the {key} query after `{key}:` (or its expected rows under `expected:`)")
     return value
+
+
+def _no_statement(sql: str) -> bool:
+    """Whether gold SQL is only comments and `;` (`-- TODO`): it would run as no statement, an empty result.
+    Only a text that starts with a comment or `;` can be one, so other golds are not tokenized at all."""
+    if not sql.lstrip().startswith(("--", "/*", ";")):
+        return False
+    from sqlglot.errors import SqlglotError
+
+    from .sql.limits import raw_tokens
+
+    for text in (sql, sql + "*/"):  # SQLite reads an unterminated /* comment to the end of the text
+        try:
+            return all(token.text == ";" for token in raw_tokens(text, ""))
+        except (SqlglotError, ValueError):  # unreadable: the gold's run will say why
+            continue
+    return False
 
 
 def _gold_forms(ctx: LoadContext, entry: LineMapping, where: str, databases: tuple[DatabaseSpec, ...]) -> dict[str, Any]:
@@ -289,7 +317,7 @@ def _gold_list(ctx: LoadContext, value: list, line: int, where: str) -> tuple[st
     golds = []
     for position, item in enumerate(value):
         item_line = value.item_lines[position] if hasattr(value, "item_lines") else line
-        if not isinstance(item, str) or not item.strip():
+        if not isinstance(item, str) or not item.strip() or _no_statement(item):
             raise ctx.error(f"gold #{position + 1} of {where!r} must be SQL text, not {item!r}", item_line,
                             fix="each accepted gold is a SQL string; quote it, or use a block scalar `- |`")
         golds.append(item)

@@ -159,6 +159,7 @@ def resolve_model_settings(config: pytest.Config):
         except TemplateProblem as exc:
             raise pytest.UsageError(f"--sqleval-prompt {prompt_file}: bad prompt template: {exc}\n  fix: {exc.fix}") from None
     save = option.sqleval_save_predictions or ini("sqleval_save_predictions")
+    from .settings import from_invocation_dir
     return ModelSettings(
         cli=cli, ini=from_ini,
         predictor=option.sqleval_predictor or ini("sqleval_predictor"),
@@ -167,7 +168,7 @@ def resolve_model_settings(config: pytest.Config):
         cache_mode=cache_mode,
         concurrency=option.sqleval_model_concurrency or ini_number("sqleval_model_concurrency", positive_int)
         or DEFAULT_CONCURRENCY,
-        save_predictions=Path(save) if save else None,
+        save_predictions=from_invocation_dir(config, save) if save else None,  # resolved now, as --junitxml's
     )
 
 

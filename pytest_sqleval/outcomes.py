@@ -60,7 +60,10 @@ def internal_error_message(error: BaseException) -> str:
     if isinstance(error, CaseErrored):
         error = error.error
     text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    if isinstance(error, UserHookError):  # names the user's implementation: not an error of ours
+    from .registry import MetricError
+
+    # names the user's implementation, or the user's metric whose score() raised or whose value no aggregate takes
+    if isinstance(error, (UserHookError, MetricError)):
         return f"{text[:300]}; run with --tb=long for the traceback"
     if isinstance(error, RecursionError):
         text = "nested too deeply to score"

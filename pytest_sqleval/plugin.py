@@ -86,7 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not may_be_enabled(config):
         return  # inactive: nothing of the plugin is imported (the ini values are checked when it is enabled)
-    from .settings import SettingsError, resolve_settings
+    from .settings import SettingsError, from_invocation_dir, resolve_settings
 
     _register_metrics(config)
     _register_profiles(config)
@@ -102,6 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from .predictions import load_predictions
 
     _check_report_path(settings.json_path, "--sqleval-json")
+    if settings.json_path is not None:  # resolved now, as --junitxml is: a test that changes directory cannot move it
+        import dataclasses
+
+        settings = dataclasses.replace(settings, json_path=from_invocation_dir(config, settings.json_path))
     predictions = None
     if settings.predictions is not None:
         try:

@@ -113,9 +113,30 @@ def check_policy(sql: str | None, policy: Policy | Mapping[str, Any], *, dialect
         return PolicyVerdict(False, (f"the prediction cannot be parsed ({dialect}): {_first_line(exc)}",))
     if len(trees) != 1:
         return PolicyVerdict(False, (f"the prediction must be one statement, not {len(trees)}",))
+    not_a_query = _not_a_query(trees[0])
+    if not_a_query:
+        return PolicyVerdict(False, (f"the prediction is not a read-only query ({not_a_query}); a policy holds only "
+                                     "for one SELECT",))
     checker = _Checker(trees[0], policy, dialect, schema)
     violations = checker.run()
     return PolicyVerdict(not violations, tuple(violations))
+
+
+def _not_a_query(tree) -> str | None:
+    """Why a statement is not one read-only query (a DELETE reads no table a policy could allow), else None."""
+    from sqlglot import exp
+
+    from .sql.guard import FORBIDDEN_NODES
+
+    def article(word: str) -> str:
+        return f"{'an' if word[:1] in 'AEIOU' else 'a'} {word}"
+
+    if isinstance(tree, FORBIDDEN_NODES):
+        return f"it is {article(tree.key.upper())} statement"
+    if not isinstance(tree, (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)):  # the guard's query roots
+        return "it is not a SELECT"
+    writes = next(tree.find_all(*FORBIDDEN_NODES), None)
+    return None if writes is None else f"it holds {article(writes.key.upper())}"
 
 
 # --------------------------------------------------------------------------- the checker

@@ -16,6 +16,7 @@ hooks' metrics; :func:`use_registry`); pure functions take it as an argument and
 from __future__ import annotations
 
 import functools
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -27,6 +28,9 @@ DIRECTIONS = ("higher", "lower")
 POPULATIONS = ("scored", "executed")
 #: ``case``: one value per case, read from the record; ``interaction``: made over SParC interactions.
 SCOPES = ("case", "interaction")
+#: What a suite's ``metrics`` block holds beside the metrics (:func:`pytest_sqleval.aggregate.case_metrics`): no
+#: metric may take these names, or its value and the block's own would overwrite each other.
+SUITE_METRICS_KEYS = frozenset({"errors_by_kind"})
 
 
 class MetricError(ValueError):
@@ -77,6 +81,15 @@ class Metric:
             if getattr(self, attr) not in allowed:
                 raise MetricError(f"metric {self.name!r}: {attr} must be one of {', '.join(allowed)}, "
                                   f"not {getattr(self, attr)!r}")
+        for attr in ("label", "title", "description"):  # shown in the terminal table and the reports, one line each
+            text = getattr(self, attr)
+            if text is None:
+                object.__setattr__(self, attr, "")
+            elif not isinstance(text, str) or not text.isprintable():
+                raise MetricError(f"metric {self.name!r}: {attr} must be one line of printable text, not {text!r}")
+        for attr in ("score", "value", "present_when"):
+            if getattr(self, attr) is not None and not callable(getattr(self, attr)):
+                raise MetricError(f"metric {self.name!r}: {attr} must be a function, not {getattr(self, attr)!r}")
         if self.case_key is not None and not isinstance(self.case_key, str):
             raise MetricError(f"metric {self.name!r}: case_key must be the record key as text, not {self.case_key!r}")
         if self.case_key is None and self.scope == "case":
@@ -153,6 +166,9 @@ class MetricRegistry:
     def add(self, metric: Metric) -> Metric:
         if metric.name in self._metrics:
             raise MetricError(f"metric {metric.name!r} is registered twice; pick another name")
+        if metric.name in SUITE_METRICS_KEYS:
+            raise MetricError(f"metric {metric.name!r}: a suite's `metrics` already hold {metric.name!r} (the error "
+                              "count's breakdown by kind) beside the metrics; pick another name")
         if metric.score is not None and metric.case_key in _record_keys():
             raise MetricError(f"metric {metric.name!r}: its score() would overwrite the case record's own "
                               f"{metric.case_key!r}; pick another name (or case_key)")
@@ -237,22 +253,42 @@ def check_case_value(metric: Metric, record: Record) -> None:
     a ``{"passed": ...}`` verdict or None (the case does not count). Anything else is a :class:`MetricError`
     naming the metric, raised while the case is scored (so it is that case's error, not the run's)."""
     key = metric.case_key or metric.name
-    value = record.get(key)
+    value = verdict = record.get(key)
     if isinstance(value, Mapping) and "passed" in value:  # a verdict: its "passed" is what is aggregated
         value = value["passed"]
     if value is None or isinstance(value, bool):
         return
+    number = None
     if not isinstance(value, (str, bytes)):  # a number of any numeric type (numpy's too), finite
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond any float (10**400)
             number = None
-        if number is not None and number == number and abs(number) != float("inf"):
-            return
     named = f"metric {metric.name!r}" + (f" (record[{key!r}])" if key != metric.name else "")
     shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."  # a huge text stays one line
+    if number is not None and number == number and abs(number) != float("inf"):
+        if metric.kind == "rate" and not 0 <= number <= 1:  # a share of true values: -3 or 5 is no share
+            raise MetricError(f"{named} gave {shown} for this case; a rate metric's value is true/false (or a "
+                              "number from 0 to 1), a {\"passed\": true/false} verdict or None (the case does not count)")
+        # numpy's bool_/float32, Decimal, Fraction: a plain bool, int or float, so the record travels to the xdist
+        # controller, the JSON report and `sqleval merge` as the number it is (not the text json.dumps makes of it)
+        plain = _plain_number(value, number)
+        if plain is not value:
+            record[key] = {**verdict, "passed": plain} if verdict is not value else plain  # type: ignore[index]
+        return
     raise MetricError(f"{named} gave {shown} for this case; a {metric.kind} metric's value is true/false, a "
                       "finite number, a {\"passed\": true/false} verdict or None (the case does not count)")
+
+
+def _plain_number(value: Any, number: float) -> bool | int | float:
+    """A checked finite number as Python's own type: numpy's bool_ as a bool, an integral as an int, else a float."""
+    if type(value) in (int, float):
+        return value
+    if getattr(getattr(value, "dtype", None), "kind", None) == "b":  # numpy.bool_
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    return number
 
 
 def _execution_accuracy(record: Record) -> Any:

@@ -184,18 +184,28 @@ class SqlevalSession:
         the report is (NaN as text, a set as a sorted list). A hook that raises, or leaves a value no JSON can
         hold (a dict that contains itself), is the report's error naming it: the run fails, no JSON file is
         written, and the report is not used (the Markdown/HTML views build their own)."""
+        import copy
+
         from .hookspec import hook_failure, hook_implementers
         from .report.json_values import json_primitive
 
+        # the hooks change a copy: what is written and rendered, never the report the gates and exit status read
+        report = copy.deepcopy(report)
+        shape = _report_shape(report)
         try:
             hook(config=self.config, report=report)
         except Exception as exc:  # noqa: BLE001 - the user's code raised: name it, not an INTERNALERROR
             error = hook_failure(hook, exc)
         else:
-            try:
-                return json_primitive(report)
-            except (RecursionError, TypeError, ValueError) as exc:
-                error = f"{hook_implementers(hook)} left a value no JSON can hold ({type(exc).__name__}: {exc})"
+            changed = _changed_shape(shape, report)  # the renderers and the gate's summary read the report's own
+            if changed is not None:
+                error = (f"{hook_implementers(hook)} {changed}; add keys of your own to the report rather than change "
+                         "the type of its own")
+            else:
+                try:
+                    return json_primitive(report)
+                except (RecursionError, TypeError, ValueError) as exc:
+                    error = f"{hook_implementers(hook)} left a value no JSON can hold ({type(exc).__name__}: {exc})"
         written = "; the JSON report is not written" if self.state.settings.json_path is not None else ""
         self.state.json_error = error + written  # the run fails, the summary names it
         self.config.stash[JSON_FAILED_KEY] = True
@@ -517,3 +527,39 @@ def plugin_version() -> str:
         return version("pytest-sqleval")
     except Exception:  # noqa: BLE001
         return "unknown"
+
+
+def _report_shape(report: dict[str, Any]) -> dict[tuple[Any, ...], type]:
+    """Where the report holds a mapping or a list of its own (top-level blocks, each suite and case, and their
+    blocks), before a user's ``pytest_sqleval_update_json`` runs: the Markdown/HTML renderers and the deploy gate's
+    summary read them after it."""
+    shape: dict[tuple[Any, ...], type] = {}
+    for key, value in report.items():
+        if isinstance(value, (dict, list)):
+            shape[(key,)] = dict if isinstance(value, dict) else list
+    for key in ("suites", "cases"):
+        entries = report.get(key)
+        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+            if isinstance(entry, dict):
+                shape[(key, index)] = dict
+                shape.update(((key, index, k), dict if isinstance(v, dict) else list)
+                             for k, v in entry.items() if isinstance(v, (dict, list)))
+    return shape
+
+
+def _changed_shape(shape: dict[tuple[Any, ...], type], report: Any) -> str | None:
+    """``replaced report['cases'] (a list) with None``: the first block of the report's own a hook gave another type
+    (removing one is fine: the readers take a missing block as empty)."""
+    for path, kind in shape.items():
+        value = report
+        for part in path:
+            if isinstance(value, dict) and part in value or isinstance(value, list) and part < len(value):
+                value = value[part]
+            else:
+                value = kind  # removed (or its container was): nothing to read
+                break
+        if value is not kind and not isinstance(value, kind):
+            where = "".join(f"[{part!r}]" for part in path)
+            name = "a mapping" if kind is dict else "a list"
+            return f"replaced report{where} ({name}) with {type(value).__name__}"
+    return None

@@ -200,6 +200,12 @@ def resolve_settings(config) -> Settings:
     )
 
 
+def from_invocation_dir(config, path) -> Path:
+    """A report path made absolute against the folder pytest was started from, when pytest starts (as --junitxml's
+    is), so that a test that changes the working directory does not move the report."""
+    return Path(config.invocation_params.dir) / os.path.expanduser(path)
+
+
 def _cli_path(value, option: str, what: str):
     """A path given on the command line. An empty one (``--sqleval-predictions="$UNSET"`` in a CI script) is an
     error: read as the option left out, the suites' own `predicted:` would be scored instead of the model's file."""

@@ -41,10 +41,40 @@ class _CLineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """The same on libyaml's parser (about 10x faster on large suites), when PyYAML has it."""
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _merged_pairs(node: yaml.MappingNode, seen: frozenset[int] = frozenset()) -> list[tuple[yaml.Node, yaml.Node]]:
+    """The pairs a mapping's ``<<:`` keys bring in, in an order where the last pair of a key is the one YAML keeps:
+    in ``<<: [*a, *b]`` the keys of ``a`` override those of ``b`` (the merge key spec; PyYAML's own flattening
+    lets ``b`` win), and in each merged mapping its own keys override what it merges in turn."""
+    pairs: list[tuple[yaml.Node, yaml.Node]] = []
+    for key_node, value_node in node.value:
+        if key_node.tag != _MERGE_TAG:
+            continue
+        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        for source in reversed(sources):  # the first mapping listed is added last: it wins
+            if not isinstance(source, yaml.MappingNode):  # named at the `<<:` key (an alias's own line is elsewhere)
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"expected a mapping or list of mappings for merging, but found {source.id} "
+                    f"(`<<:` merges an anchored mapping: `<<: *base`, or `<<: [*a, *b]`)", key_node.start_mark)
+            if id(source) in seen:  # `&a {<<: *a}` cannot be written, but a recursive merge must not loop
+                continue
+            pairs.extend(_merged_pairs(source, seen | {id(node)}))
+            pairs.extend(pair for pair in source.value if pair[0].tag != _MERGE_TAG)
+    return pairs
+
+
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMapping:
-    own_pairs = node.value  # flatten_mapping drops `<<:` from this list and puts the merged pairs before it
-    loader.flatten_mapping(node)
-    merged = len(node.value) - len(own_pairs)  # 0 without a merge key
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:value":  # a `=` key: text, as PyYAML's flatten_mapping makes it
+            key_node.tag = "tag:yaml.org,2002:str"
+    own_pairs = [pair for pair in node.value if pair[0].tag != _MERGE_TAG]
+    merged = 0  # how many pairs come from `<<:` keys (before the mapping's own)
+    if len(own_pairs) != len(node.value):
+        from_merges = _merged_pairs(node)
+        merged = len(from_merges)
+        node = yaml.MappingNode(node.tag, from_merges + own_pairs, node.start_mark, node.end_mark)
     from_merge: set[str] = set()  # keys whose value came from a `<<: *anchor` (a key of the mapping overrides)
     mapping = LineMapping()
     mapping.line = node.start_mark.line + 1
@@ -113,7 +143,7 @@ def read_yaml(path: Path) -> Any:
         raise SuiteError(f"cannot read the suite: {exc.strerror}", path=path) from None
     except UnicodeDecodeError as exc:
         raise SuiteError(f"the file is not UTF-8 ({exc.reason} at byte {exc.start})", path=path,
-                         fix="save the suite as UTF-8") from None
+                         line=exc.object[:exc.start].count(b"\n") + 1, fix="save the suite as UTF-8") from None
     try:
         loader = _line_loader()(text)
         try:
@@ -137,11 +167,24 @@ def read_yaml(path: Path) -> Any:
             raise SuiteError("a suite file holds one YAML document, and a second one starts here", path=path,
                              line=mark.line + 1 if mark else None,
                              fix="remove this `---` (or move the second document into a suite file of its own)") from None
+        line = mark.line + 1 if mark else None
+        fix = "check the indentation and quoting around this line (quote SQL that contains ': ' or starts with a special character)"
+        if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (a control character): where it is
+            character = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+            problem = f"the character U+{character:04X} is not allowed in YAML ({exc.reason})"
+            line = text[:exc.position].count("\n") + 1
+            fix = f"remove it, or write it as an escape inside double quotes (\"\\u{character:04x}\")"
+        context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        if context and context_mark is not None and line is not None and context_mark.line + 1 != line:
+            # `gold: "SELECT 1` never closed: the problem is at the end of the file, its cause where the quote opened
+            problem = f"{problem} ({context.removeprefix('while ')} that starts on line {context_mark.line + 1})"
+            if problem.startswith("found unexpected end of stream"):
+                line = context_mark.line + 1
         raise SuiteError(
             f"invalid YAML: {problem}",
             path=path,
-            line=mark.line + 1 if mark else None,
-            fix="check the indentation and quoting around this line (quote SQL that contains ': ' or starts with a special character)",
+            line=line,
+            fix=fix,
         ) from None
 
 

@@ -102,6 +102,10 @@ def quotas(weights: Mapping[str, float], total: int) -> dict[str, int]:
     if not weights or total <= 0:
         return {}
     whole = sum(weights.values())
+    if not math.isfinite(whole * total):  # `join=1e308,...` overflows (NaN or inf quotas): relative to the largest
+        top = max(weights.values())
+        weights = {k: v / top for k, v in weights.items()}
+        whole = sum(weights.values())
     exact = {k: total * v / whole for k, v in weights.items()}
     result = {k: int(math.floor(x)) for k, x in exact.items()}
     rest = total - sum(result.values())
@@ -426,7 +430,7 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
             continue
         normalised = _normalised_sql(tree, dialect)
         facts = query_facts(sql, dialect)
-        structure = (tuple(sorted(facts.clauses)), facts.joins, facts.tables)
+        structure = (tuple(sorted(facts.clauses)), facts.joins, tuple(sorted(facts.table_names)))
         same_text = next((k for k in kept if k.normalised == normalised), None)
         if same_text is not None:
             drops.append(Drop("duplicate", sql, f"the same normalised SQL as a kept query: {same_text.sql[:120]}"))
@@ -573,12 +577,11 @@ def _agreement(answer: str) -> bool | None:
     data = parse_json_answer(answer)
     if isinstance(data, dict) and isinstance(data.get("agree"), bool):
         return data["agree"]
-    word = answer.strip().lower()[:4]
-    if word.startswith("yes"):
-        return True
-    if word.startswith("no"):
-        return False
-    return None
+    if isinstance(data, dict) and isinstance(data.get("agree"), str):  # `"agree": "yes"`, `"agree": "false"`
+        return {"yes": True, "true": True, "no": False, "false": False}.get(data["agree"].strip().lower())
+    # the first word, past markdown (`**Yes**`): "Not sure" or "Nothing ..." is no "no"
+    word = re.match(r"\W*(yes|no)\b", answer, flags=re.IGNORECASE)
+    return None if word is None else word.group(1).lower() == "yes"
 
 
 def _report_path(output: Path, report_path: str | Path | None) -> Path:

@@ -88,18 +88,28 @@ def _official_lines(path: Path) -> list[str]:
     return io.StringIO(_read_text(path)).readlines()
 
 
+def _gold_lines(path: Path) -> list[tuple[int, list[str]]]:
+    """(line number in the file, fields) of each non-blank line, read as :func:`read_interactions` reads it."""
+    return [(number, line.strip().split("\t")) for number, line in enumerate(_official_lines(path), start=1)
+            if line.strip()]
+
+
 def read_prediction_lines(path: Path) -> list[list[str | None]]:
     """Predictions per interaction: ``l.strip().split('\\t')[0]`` for each line."""
     return [[fields[0] for fields in turns] for turns in read_interactions(path)]
 
 
 def _read_text(path: Path) -> str:
+    """The file as text. A UTF-8 byte-order mark (Windows editors write one) is no part of the first SQL or JSON
+    value: ``utf-8-sig`` drops it."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise DatasetError(f"file not found: {path}", "check the path") from None
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise DatasetError(f"{path} line {line} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                           "save the file as UTF-8") from None
 
 
 def _read_json(path: Path) -> Any:
@@ -200,19 +210,17 @@ def read_spider(src: Path, *, tables: str | None = None, databases: str | None =
     items: list[Item] = []
     if path.suffix == ".json":
         data = _read_json(path)
-        if not isinstance(data, list) or not all(isinstance(e, dict) and "query" in e and "db_id" in e for e in data):
-            raise DatasetError(f"{path} is not a Spider questions file (a list of {{db_id, question, query}})",
-                               "give dev.json of the Spider release")
+        _check_entries(path, data, ("db_id", "query"), "a Spider questions file (a list of {db_id, question, query})",
+                       "give dev.json of the Spider release")
         for index, entry in enumerate(data):
             where = f"question {index} (q{index:04d})"
             items.append(Item(f"q{index:04d}", _text(path, where, entry, "db_id"),
                               _gold(_text(path, where, entry, "query"), official_rewrites),
                               question=_text(path, where, entry, "question", required=False)))
     else:
-        lines = [fields for turns in read_interactions(path) for fields in turns]
-        for index, fields in enumerate(lines):
-            if len(fields) < 2:
-                raise DatasetError(f"{path} line {index + 1}: expected `gold SQL<TAB>db_id`",
+        for index, (line, fields) in enumerate(_gold_lines(path)):
+            if len(fields) < 2 or not fields[1].strip():
+                raise DatasetError(f"{path} line {line}: expected `gold SQL<TAB>db_id`",
                                    "give the official gold file (dev_gold.sql)")
             items.append(Item(f"q{index:04d}", fields[1], _gold(fields[0], official_rewrites)))
     # the test release keeps test_tables.json and test_database/ beside the train/dev tables.json and database/
@@ -222,6 +230,22 @@ def read_spider(src: Path, *, tables: str | None = None, databases: str | None =
     return Dataset("spider", items, tables_json=tables_path, databases=found, expected_database=expected,
                    suite_keys={"execution": "test-suite", "exact_match": "spider", "pass_if": "execution_match"},
                    description=f"Spider ({path.name})")
+
+
+def _check_entries(path: Path, data: Any, keys: Sequence[str], what: str, fix: str) -> None:
+    """``data`` is a list of objects with ``keys``: else the file is not ``what``, or (when its first entry is
+    one) the first entry that is not is named, by its place in the list."""
+    def missing(entry: Any) -> str | None:
+        if not isinstance(entry, dict):
+            return "is not an object"
+        return next((f"has no `{key}`" for key in keys if key not in entry), None)
+
+    if not isinstance(data, list) or (data and missing(data[0])):
+        raise DatasetError(f"{path} is not {what}", fix)
+    bad = next((index for index, entry in enumerate(data) if missing(entry)), None)
+    if bad is not None:
+        raise DatasetError(f"{path}: entry {bad} (counted from 0) {missing(data[bad])}",
+                           f"give it {', '.join(f'`{k}`' for k in keys)}, or remove entry {bad}")
 
 
 def _text(path: Path, where: str, entry: dict, key: str, *, required: bool = True) -> str | None:
@@ -256,9 +280,8 @@ def read_multiturn(kind: str, src: Path, *, tables: str | None = None, databases
     items: list[Item] = []
     if path.suffix == ".json":
         data = _read_json(path)
-        if not isinstance(data, list) or not all(isinstance(e, dict) and "interaction" in e for e in data):
-            raise DatasetError(f"{path} is not a {kind} interactions file (a list of {{database_id, interaction}})",
-                               f"give dev.json of the {kind} release")
+        _check_entries(path, data, ("interaction",), f"a {kind} interactions file (a list of {{database_id, interaction}})",
+                       f"give dev.json of the {kind} release")
         for number, entry in enumerate(data):
             db_id = entry.get("database_id") or entry.get("db_id")
             if not isinstance(db_id, str) or not isinstance(entry["interaction"], list) \
@@ -266,9 +289,9 @@ def read_multiturn(kind: str, src: Path, *, tables: str | None = None, databases
                 raise DatasetError(f"{path}: interaction {number} needs `database_id` and turns with `query`",
                                    f"give dev.json of the {kind} release")
             for turn, utterance in enumerate(entry["interaction"], start=1):
-                items.append(Item(f"i{number:04d}", db_id, _gold(utterance["query"], official_rewrites),
-                                  question=_text(path, f"turn {turn} of interaction {number} (i{number:04d}/{turn})",
-                                                 utterance, "utterance", required=False),
+                where = f"turn {turn} of interaction {number} (i{number:04d}/{turn})"
+                items.append(Item(f"i{number:04d}", db_id, _gold(_text(path, where, utterance, "query"), official_rewrites),
+                                  question=_text(path, where, utterance, "utterance", required=False),
                                   turn=turn, position=number))
         count = len(data)
     else:
@@ -309,16 +332,15 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
         raise DatasetError(f"{path} is not a BIRD questions file: a gold file has no questions, evidence or "
                            f"difficulty", "give the BIRD folder or its dev.json / mini_dev_sqlite.json")
     data = _read_json(path)
-    if not isinstance(data, list) or not all(isinstance(e, dict) and "SQL" in e and "db_id" in e for e in data):
-        raise DatasetError(f"{path} is not a BIRD questions file (a list of {{question_id, db_id, question, SQL}})",
-                           "give dev.json or mini_dev_sqlite.json of the BIRD release")
+    _check_entries(path, data, ("db_id", "SQL"), "a BIRD questions file (a list of {question_id, db_id, question, SQL})",
+                   "give dev.json or mini_dev_sqlite.json of the BIRD release")
     items = []
     seen: set[str] = set()
     for index, entry in enumerate(data):
         qid = entry.get("question_id", index)
-        case_id = f"q{qid}"
+        case_id = f"q{_file_name(str(qid))}"  # a case id takes no '/', space or '::' (the loader's rule)
         if case_id in seen:
-            case_id = f"q{qid}_{index}"
+            case_id = f"{case_id}_{index}"
         seen.add(case_id)
         difficulty = entry.get("difficulty")
         if difficulty is not None and difficulty not in BIRD_DIFFICULTIES:
@@ -372,8 +394,8 @@ def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None
     items: list[Item] = []
     if path.suffix == ".json":
         data = _read_json(path)
-        if not isinstance(data, list) or not all(isinstance(e, dict) and "query" in e and "db_id" in e for e in data):
-            raise DatasetError(f"{path} is not a LogicCat questions file (a list of {{db_id, question, query, type}})")
+        _check_entries(path, data, ("db_id", "query"), "a LogicCat questions file (a list of {db_id, question, query, type})",
+                       "give LogicCat's sqlite_mini_500.json or data.json")
         idx = [e.get("idx") for e in data]
         unique = all(isinstance(i, int) and not isinstance(i, bool) for i in idx) and len(set(idx)) == len(idx)
         for index, entry in enumerate(data):
@@ -387,10 +409,10 @@ def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None
                               question=_text(path, where, entry, "question", required=False),
                               tags=(f"type_{kind}",) if kind.isalnum() else (), metadata=metadata))
     else:
-        lines = [fields for turns in read_interactions(path) for fields in turns]
-        for index, fields in enumerate(lines):
-            if len(fields) < 2:
-                raise DatasetError(f"{path} line {index + 1}: expected `SQL<TAB>db_id<TAB>type`")
+        for index, (line, fields) in enumerate(_gold_lines(path)):
+            if len(fields) < 2 or not fields[1].strip():
+                raise DatasetError(f"{path} line {line}: expected `SQL<TAB>db_id<TAB>type`",
+                                   "give LogicCat's data.sql or sqlite_mini_500.sql")
             kind = fields[2].strip() if len(fields) > 2 else ""
             items.append(Item(f"q{index:04d}", fields[1], fields[0], tags=(f"type_{kind}",) if kind.isalnum() else (),
                               metadata={"type": kind} if kind else {}))
@@ -423,7 +445,7 @@ def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = 
     warnings: list[str] = []
     rewrite = official_rewrites and dataset.name in ("spider", "sparc", "cosql")
     predicted: dict[str, str | None] = {}
-    if path.suffix == ".json":
+    if path.suffix.lower() == ".json":
         data = _read_json(path)
         if not isinstance(data, dict):
             raise DatasetError(f"{path}: a JSON predictions file is a mapping {{index: \"SQL\\t----- bird -----\\tdb_id\"}}",
@@ -444,6 +466,7 @@ def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = 
         if len(data) != len(dataset.items):
             warnings.append(f"{path} has {len(data)} predictions for {len(dataset.items)} questions")
     else:
+        _refuse_json_lines(path)
         lines = read_prediction_lines(path)
         if any(item.turn is not None for item in dataset.items):  # interactions pair with interactions
             # interaction k of the file pairs with interaction k of the gold, empty ones included (official zip)
@@ -484,6 +507,24 @@ def _turn_count_warnings(path: Path, lines: list[list[str | None]], groups: dict
     return warnings
 
 
+def _refuse_json_lines(path: Path) -> None:
+    """A line that is a JSON object is no SQL: the plugin's own JSON Lines predictions (``{"id", "sql"}``) given
+    to ``--predictions`` would otherwise become one syntax miss per question."""
+    for number, line in enumerate(_official_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            return
+        if isinstance(value, dict):
+            raise DatasetError(f"{path} line {number} is a JSON object, not SQL: --predictions takes the official "
+                               "format (one SQL per line, or BIRD's predict_*.json)",
+                               "pass JSON Lines predictions ({\"id\": ..., \"sql\": ...}) to pytest with "
+                               "--sqleval-predictions FILE instead")
+        return
+
+
 def _refuse_blank_line_inside(path: Path) -> None:
     """One SQL per line, aligned with the questions: a blank line before the last prediction would pair every
     later prediction with the question before it (the official evaluator refuses the file: two sessions)."""
@@ -509,8 +550,8 @@ def _relative(target: Path, start: Path) -> str:
 
 def _schema_only(path: Path) -> bool:
     """True when every table of the SQLite file is empty (the database has a schema but no rows)."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:  # a percent-encoded URI: a '#' or '?' in a file name would cut off `mode=ro` and create a file
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error:
         return False
     try:

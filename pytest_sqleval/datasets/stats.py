@@ -133,6 +133,16 @@ def _suite_without_database(path: Path, error) -> _LooseSuite:
     def gold_of(value):
         return value[0] if isinstance(value, list) and value else value
 
+    def text_of(mapping, key, case_id):
+        """As the loader reads `question:`/`difficulty:`: text, or a number as text (`question: 2024`)."""
+        value = mapping.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise StatsError(f"{path}: `{key}:` of {case_id!r} must be text, not {type(value).__name__}; fix: quote it, "
+                         f"`{key}: \"...\"` (YAML reads an unquoted yes/no as true/false)")
+
     suite_schema = schema_of(data.get("schema"), None)
     cases = []
     for entry in data.get("cases") or []:
@@ -141,11 +151,13 @@ def _suite_without_database(path: Path, error) -> _LooseSuite:
         if isinstance(turns, list):
             for number, turn in enumerate(turns, start=1):
                 if isinstance(gold_of(turn.get("gold")), str):
-                    cases.append(_LooseCase(f"{entry['id']}/{number}", gold_of(turn["gold"]), turn.get("question"),
-                                            entry.get("difficulty"), schema))
+                    case_id = f"{entry['id']}/{number}"
+                    cases.append(_LooseCase(case_id, gold_of(turn["gold"]), text_of(turn, "question", case_id),
+                                            text_of(entry, "difficulty", case_id), schema))
         elif isinstance(gold_of(entry.get("gold")), str):
-            cases.append(_LooseCase(str(entry["id"]), gold_of(entry["gold"]), entry.get("question"),
-                                    entry.get("difficulty"), schema))
+            case_id = str(entry["id"])
+            cases.append(_LooseCase(case_id, gold_of(entry["gold"]), text_of(entry, "question", case_id),
+                                    text_of(entry, "difficulty", case_id), schema))
     return _LooseSuite(str(data.get("suite") or _stem(path)), path, cases, data.get("dialect"),
                        str(data.get("difficulty", "spider")), error.message)
 
@@ -213,6 +225,7 @@ class QueryFacts:
     tables: int = 0
     columns: int = 0
     tokens: int = 0
+    table_names: frozenset[str] = frozenset()  # the distinct (lower-cased) table names counted in `tables`
 
 
 def query_facts(sql: str, dialect: str = "sqlite") -> QueryFacts:
@@ -263,7 +276,7 @@ def query_facts(sql: str, dialect: str = "sqlite") -> QueryFacts:
     cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     tables = {t.name.lower() for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in cte_names}
     columns = {c.name.lower() for c in tree.find_all(exp.Column) if c.name and not isinstance(c.this, exp.Star)}
-    return QueryFacts(True, frozenset(found), joins, len(tables), len(columns), tokens)
+    return QueryFacts(True, frozenset(found), joins, len(tables), len(columns), tokens, frozenset(tables))
 
 
 def _is_subquery(select) -> bool:
@@ -277,6 +290,8 @@ def _is_subquery(select) -> bool:
         if isinstance(node, exp.Subquery) and isinstance(node.parent, (exp.Union, exp.Intersect, exp.Except)):
             node = node.parent  # a parenthesised operand, `(SELECT ...) UNION (SELECT ...)`
             continue
+        if isinstance(node, exp.Subquery) and _whole_query(node):
+            return False  # the whole query in parentheses, `(SELECT ...)`, nests in no other query
         if isinstance(node, exp.Subquery) or isinstance(node, exp.Select):
             return True
         if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
@@ -284,6 +299,16 @@ def _is_subquery(select) -> bool:
             continue
         node = node.parent
     return False
+
+
+def _whole_query(subquery) -> bool:
+    """True when only parentheses are above ``subquery``: it is the statement itself."""
+    from sqlglot import exp
+
+    node = subquery
+    while isinstance(node, exp.Subquery):
+        node = node.parent
+    return node is None
 
 
 # --------------------------------------------------------------------------- similarity

@@ -4,7 +4,8 @@
 :class:`~pytest_sqleval.errors.QueryError` with a kind:
 
 - ``rejected``: refused by the guard (not a single read-only query) or by the
-  engine's own read-only/authorisation checks;
+  engine's own read-only/authorisation checks (a refused text that SQLite's or DuckDB's own parser cannot
+  parse, asked without running it, is ``syntax``: :func:`engine_parse_error`);
 - ``syntax``: does not parse, or the engine refuses to compile it (unknown
   table/column/function, grammar errors);
 - ``runtime``: failed while running;
@@ -23,7 +24,7 @@ import functools
 
 from ..errors import QueryError
 from ..results import QueryResult
-from ..sql.guard import check_prediction
+from ..sql.guard import MAX_SQL_LENGTH, check_prediction, starts_with_unknown_word
 from .backends import active_backends, backend_for, target_of
 from .backends.base import Limits, first_line
 
@@ -152,9 +153,33 @@ def prepare_sql(sql: str, dialect: str, *, untrusted: bool, rewrite: str | None 
 
 
 def _guard(sql: str, dialect: str, allow_functions: frozenset[str], engine_dialect: str | None = None) -> None:
-    check_prediction(sql, dialect, allow_functions=allow_functions)
-    if engine_dialect is not None and _reads_differently(engine_dialect, dialect):
-        check_prediction(sql, engine_dialect, allow_functions=allow_functions)
+    try:
+        check_prediction(sql, dialect, allow_functions=allow_functions)
+        if engine_dialect is not None and _reads_differently(engine_dialect, dialect):
+            check_prediction(sql, engine_dialect, allow_functions=allow_functions)
+    except QueryError as exc:
+        if exc.kind != "rejected" or len(sql) > MAX_SQL_LENGTH or "nested too deeply" in exc.message \
+                or not starts_with_unknown_word(sql, engine_dialect or dialect):
+            raise
+        # sqlglot reads some typos as another statement (`SELEC name`: a column SELEC aliased name): the engine's
+        # own parser, asked without running anything, tells a typo (syntax) from a statement refused (rejected)
+        problem = engine_parse_error(sql, engine_dialect or dialect)
+        if problem is None:
+            raise
+        raise QueryError("syntax", f"does not parse as {engine_dialect or dialect} SQL: {problem}") from None
+
+
+def engine_parse_error(sql: str, engine_dialect: str) -> str | None:
+    """The parse error of the engine that reads ``engine_dialect`` (a sqlglot dialect) on ``sql``, or None: it parses,
+    or that engine cannot say without running it (PostgreSQL, any other engine: the guard's verdict stands)."""
+    for backend in active_backends():
+        parse_error = getattr(backend, "parse_error", None)  # a user's backend need not subclass Backend
+        dialect = getattr(backend, "dialect", None)
+        if parse_error is not None and dialect is not None and dialect.sqlglot == engine_dialect:
+            problem = parse_error(sql)
+            if problem is not None:
+                return problem
+    return None
 
 
 def _reads_differently(engine_dialect: str, dialect: str) -> bool:

@@ -70,7 +70,7 @@ from pytest_sqleval.metrics.miss_explanation import (
     explain_row_count_miss,
 )
 from pytest_sqleval.metrics.normalisation import normalise_value
-from pytest_sqleval.metrics.normalised_table import Table
+from pytest_sqleval.metrics.normalised_table import Table, normalised_pair
 from pytest_sqleval.metrics.prepared_side import prepare_sides
 from pytest_sqleval.metrics.raw_match import raw_match
 from pytest_sqleval.metrics.row_rules import RowRules
@@ -115,10 +115,9 @@ def _compare_same_width(gold: QueryResult, pred: QueryResult, options: Compariso
             mapping, raw_key = raw_match(gold, pred, rules)
             if mapping is not None:
                 return ExecutionVerdict(True, False, None, "same rows", mapping)
-        gold_table = Table(gold.rows, width, float_decimals=options.float_decimals, nulls=options.nulls,
-                           numbers=options.numbers)
-        pred_table = Table(pred.rows, width, float_decimals=options.float_decimals, nulls=options.nulls,
-                           numbers=options.numbers)
+        gold_table, pred_table = normalised_pair(gold.rows, width, pred.rows, width,
+                                                 float_decimals=options.float_decimals, nulls=options.nulls,
+                                                 numbers=options.numbers)
         if raw_key is not UNDECIDED and gold_table.unchanged:
             gold_table.key_column = raw_key  # the same cells: the raw search's answer stands
         return _compare_tables(gold_table, pred_table, rules)

@@ -59,7 +59,7 @@ from typing import Any, Literal
 from ..schema import Schema
 from ..sql.limits import SqlTooComplex, bounded_stack, too_complex_reason
 from .exact_match.parsing import SqlParseError
-from .exact_match.spider import known_gold_read
+from .exact_match.spider import known_gold_read, read_gold_spider
 from .exact_match.spider_sql import WHERE_OPS, OutsideGrammar, SpiderSQL, read_spider_sql
 
 Level = Literal["easy", "medium", "hard", "extra"]
@@ -131,7 +131,7 @@ def classify_hardness(gold_sql: str, schema: Schema, *, dialect: str = "sqlite",
         try:
             read = known_gold_read(gold_sql, schema, dialect)  # exact match's strict reading of it, if it has one
             if read is None:
-                read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=True)
+                read = read_gold_spider(gold_sql, schema, dialect)
             extended = False
         except OutsideGrammar:  # a text-level objection comes before parsing: the lenient reading may not parse
             read = read_spider_sql(gold_sql, schema, dialect=dialect, strict=False)

@@ -25,6 +25,10 @@ first. Normalisation:
   frozenset and a memoryview bytes, with their items normalised the same way;
   any other value Python cannot hash (psycopg's ``Multirange``) a tuple of its
   items, or its type and text when it has none.
+* **Two decimals compare exactly** under ``numbers="value"`` when neither
+  result holds a float (:func:`numbers_for`, mode :data:`EXACT_DECIMALS`): a
+  non-integral ``Decimal`` then stays itself, so two NUMERICs that differ at
+  the 20th digit differ. Beside a float, decimals compare as floats (above).
 * **numbers="python"** (the reproduction profiles) keeps the driver's numbers
   as they are, so they compare with Python's ``==`` as the official scripts
   compare them: a ``Decimal`` stays a ``Decimal`` (``Decimal("0.1") != 0.1``,
@@ -49,7 +53,7 @@ import math
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from functools import partial
-from typing import Any
+from typing import Any, Final, Literal
 
 from pytest_sqleval.comparison import Nulls, Numbers  # the option's values, named where the options are
 from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT, kind_and_total
@@ -57,6 +61,13 @@ from pytest_sqleval.metrics.rows_and_columns import Column, Row
 
 NAN: float = float("nan")
 """The single object every NaN is normalised to (see the module docstring)."""
+
+#: ``numbers="value"`` for a pair of results without any float: a non-integral Decimal keeps its exact value (see
+#: :func:`numbers_for`); an internal mode, never a value of the ``numbers`` option.
+EXACT_DECIMALS: Final = "value, exact decimals"
+
+#: What the normalisers take: a value of the ``numbers`` option, or :data:`EXACT_DECIMALS`.
+NumbersMode = Literal["value", "python", "value, exact decimals"]
 
 _NoneType = type(None)
 _CONTAINERS = (list, tuple, dict, set, frozenset, memoryview)
@@ -72,7 +83,7 @@ class DistinctNull:
 
 
 def normalise_value(value: Any, *, float_decimals: int | None = None, nulls: Nulls = "equal",
-                    numbers: Numbers = "value") -> Any:
+                    numbers: NumbersMode = "value") -> Any:
     """One cell, normalised as the module docstring says."""
     if isinstance(value, float):
         if numbers == "python" and (float_decimals is None or value != value):  # noqa: PLR0124 - the NaN test
@@ -80,6 +91,9 @@ def normalise_value(value: Any, *, float_decimals: int | None = None, nulls: Nul
         return _normalise_float(value, float_decimals)
     if isinstance(value, Decimal):
         if numbers == "python" and (float_decimals is None or value.is_nan()):
+            return value
+        if numbers == EXACT_DECIMALS and float_decimals is None and not value.is_nan() \
+                and not (value.is_finite() and value == value.to_integral_value()):
             return value
         return _normalise_decimal(value, float_decimals)
     if value is None and nulls == "distinct":
@@ -91,13 +105,13 @@ def normalise_value(value: Any, *, float_decimals: int | None = None, nulls: Nul
     return value
 
 
-def _normalise_unhashable(value: Any, float_decimals: int | None, nulls: Nulls, numbers: Numbers) -> Any:
+def _normalise_unhashable(value: Any, float_decimals: int | None, nulls: Nulls, numbers: NumbersMode) -> Any:
     if isinstance(value, Iterable):
         return tuple(map(partial(normalise_value, float_decimals=float_decimals, nulls=nulls, numbers=numbers), value))
     return f"{type(value).__name__}:{value}"
 
 
-def _normalise_container(value: Any, float_decimals: int | None, nulls: Nulls, numbers: Numbers) -> Any:
+def _normalise_container(value: Any, float_decimals: int | None, nulls: Nulls, numbers: NumbersMode) -> Any:
     normalise = partial(normalise_value, float_decimals=float_decimals, nulls=nulls, numbers=numbers)
     if isinstance(value, memoryview):
         return value.tobytes()
@@ -125,25 +139,25 @@ def _normalise_decimal(value: Decimal, float_decimals: int | None) -> int | floa
 
 
 def column_needs_normalising(column: Sequence[Any], *, float_decimals: int | None = None, nulls: Nulls = "equal",
-                             numbers: Numbers = "value") -> bool:
+                             numbers: NumbersMode = "value") -> bool:
     """Whether :func:`normalise_value` could change any cell of ``column``."""
     kind, total = kind_and_total(column)
     return _needs_normalising(column, kind, total, float_decimals, nulls, numbers)
 
 
 def _needs_normalising(column: Sequence[Any], kind: str, total: Any, float_decimals: int | None, nulls: Nulls,
-                       numbers: Numbers = "value") -> bool:
+                       numbers: NumbersMode = "value") -> bool:
     if kind in (INTS, TEXT):
         return False
     if kind == FLOATS:  # a NaN or an infinity makes the total non-finite
-        return float_decimals is not None or (numbers == "value" and not math.isfinite(total))
+        return float_decimals is not None or (numbers != "python" and not math.isfinite(total))
     return _types_need_normalising(column, float_decimals, nulls, numbers)
 
 
 def _types_need_normalising(column: Sequence[Any], float_decimals: int | None, nulls: Nulls,
-                            numbers: Numbers = "value") -> bool:
+                            numbers: NumbersMode = "value") -> bool:
     types = set(map(type, column))
-    if (Decimal in types and (numbers == "value" or float_decimals is not None)) or (nulls == "distinct" and _NoneType in types):
+    if (Decimal in types and (numbers != "python" or float_decimals is not None)) or (nulls == "distinct" and _NoneType in types):
         return True
     if any(issubclass(kind, _CONTAINERS) or kind.__hash__ is None for kind in types):
         return True
@@ -151,17 +165,17 @@ def _types_need_normalising(column: Sequence[Any], float_decimals: int | None, n
         return False
     if float_decimals is not None:
         return True
-    return numbers == "value" and any(isinstance(value, float) and not math.isfinite(value) for value in column)
+    return numbers != "python" and any(isinstance(value, float) and not math.isfinite(value) for value in column)
 
 
 def normalise_column(column: Column, *, float_decimals: int | None = None, nulls: Nulls = "equal",
-                     numbers: Numbers = "value") -> Column:
+                     numbers: NumbersMode = "value") -> Column:
     """``column`` itself when no cell would change, else a normalised copy."""
     return normalise_column_with_kind(column, float_decimals, nulls, numbers)[0]
 
 
 def normalise_column_with_kind(column: Column, float_decimals: int | None, nulls: Nulls,
-                               numbers: Numbers = "value") -> tuple[Column, str, Any]:
+                               numbers: NumbersMode = "value") -> tuple[Column, str, Any]:
     """The normalised column (``column`` itself when nothing changes), its kind and its total (see
     :func:`~pytest_sqleval.metrics.column_kinds.kind_and_total`)."""
     kind, total = kind_and_total(column)
@@ -169,6 +183,22 @@ def normalise_column_with_kind(column: Column, float_decimals: int | None, nulls
         return column, kind, total
     normalised = list(map(partial(normalise_value, float_decimals=float_decimals, nulls=nulls, numbers=numbers), column))
     return (normalised, *kind_and_total(normalised))
+
+
+def numbers_for(numbers: Numbers, float_decimals: int | None, *results: Sequence[Row]) -> NumbersMode:
+    """The mode that normalises ``results`` (the two sides of one comparison): :data:`EXACT_DECIMALS` under
+    ``numbers="value"`` without ``float_decimals`` when they hold a Decimal and no float (two decimals then compare
+    exactly; beside a float a decimal compares as a float, the documented ``Decimal('0.1') == 0.1``), else
+    ``numbers``. One pass over the cells' types: call it only when a Decimal may be there."""
+    if numbers != "value" or float_decimals is not None:
+        return numbers
+    types: set[type] = set()
+    for rows in results:
+        for row in rows:
+            types.update(map(type, row))
+    if Decimal not in types or any(issubclass(kind, float) for kind in types):
+        return numbers
+    return EXACT_DECIMALS
 
 
 def display_value(value: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_sqleval.comparison import Nulls, Numbers
 from pytest_sqleval.metrics.key_columns import KeyColumn, find_key_column
-from pytest_sqleval.metrics.normalisation import normalise_column_with_kind
+from pytest_sqleval.metrics.normalisation import NumbersMode, normalise_column_with_kind, numbers_for
 from pytest_sqleval.metrics.rows_and_columns import Row, split_columns
 
 
@@ -31,7 +31,7 @@ class Table:
     """
 
     def __init__(self, rows: Sequence[Row], width: int, *, float_decimals: int | None = None, nulls: Nulls = "equal",
-                 numbers: Numbers = "value") -> None:
+                 numbers: NumbersMode = "value") -> None:
         raw_columns = split_columns(rows, width)
         self.width = width
         normalised = [normalise_column_with_kind(column, float_decimals, nulls, numbers) for column in raw_columns]
@@ -50,3 +50,19 @@ class Table:
     def key_column(self) -> KeyColumn | None:
         """A column whose values are all distinct, if one is found cheaply; see :func:`find_key_column`."""
         return find_key_column(self.columns, self.kinds)
+
+
+def normalised_pair(gold: Sequence[Row], gold_width: int, pred: Sequence[Row], pred_width: int, *,
+                    float_decimals: int | None = None, nulls: Nulls = "equal",
+                    numbers: Numbers = "value") -> tuple[Table, Table]:
+    """Both sides of one comparison normalised alike. Under ``numbers="value"`` two decimals compare exactly when
+    neither result holds a float (:func:`~pytest_sqleval.metrics.normalisation.numbers_for`); that is looked at only
+    when a side changed on normalising (a Decimal always changes it), so results of ints, text and floats pay nothing."""
+    gold_table = Table(gold, gold_width, float_decimals=float_decimals, nulls=nulls, numbers=numbers)
+    pred_table = Table(pred, pred_width, float_decimals=float_decimals, nulls=nulls, numbers=numbers)
+    if numbers == "value" and float_decimals is None and not (gold_table.unchanged and pred_table.unchanged):
+        exact = numbers_for(numbers, float_decimals, gold, pred)
+        if exact != numbers:
+            gold_table = Table(gold, gold_width, float_decimals=float_decimals, nulls=nulls, numbers=exact)
+            pred_table = Table(pred, pred_width, float_decimals=float_decimals, nulls=nulls, numbers=exact)
+    return gold_table, pred_table

@@ -62,7 +62,7 @@ from pytest_sqleval.comparison import Nulls, Numbers
 from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT
 from pytest_sqleval.metrics.gc_pause import gc_paused
 from pytest_sqleval.metrics.key_columns import find_row_key
-from pytest_sqleval.metrics.normalised_table import Table
+from pytest_sqleval.metrics.normalised_table import Table, normalised_pair
 from pytest_sqleval.metrics.row_alignment import match_rows_by_key, screen_rows
 from pytest_sqleval.metrics.rows_and_columns import Column, gatherer
 from pytest_sqleval.results import QueryResult
@@ -80,8 +80,8 @@ def soft_f1(gold: QueryResult, pred: QueryResult, *, float_decimals: int | None 
     with gc_paused():
         if nulls == "equal" and _same_raw_columns(gold, pred):
             return 1.0
-        gold_table = Table(gold.rows, gold.column_count, float_decimals=float_decimals, nulls=nulls, numbers=numbers)
-        pred_table = Table(pred.rows, pred.column_count, float_decimals=float_decimals, nulls=nulls, numbers=numbers)
+        gold_table, pred_table = normalised_pair(gold.rows, gold.column_count, pred.rows, pred.column_count,
+                                                 float_decimals=float_decimals, nulls=nulls, numbers=numbers)
         gold_columns = _value_columns(gold_table)
         pred_columns = _value_columns(pred_table)
         best_gold, best_pred = _best_pairings(gold_columns, pred_columns, _aligned_equal_pairs(gold_table, pred_table))

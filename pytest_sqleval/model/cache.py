@@ -4,7 +4,7 @@ Key: sha256 of the canonical JSON of (endpoint without credentials, model, messa
 under ``.sqleval_cache/`` in the rootdir (``--sqleval-cache DIR``), as ``<key[:2]>/<key>.json``. Writes go to a
 temporary file in the same directory and are moved into place with ``os.replace``, which is atomic: xdist
 workers (or two CI jobs sharing a directory) writing the same key at once leave one whole file. Errors are
-never cached.
+never cached. Each file holds its key, checked on read: a file copied under another key's name is not cached.
 
 Modes (``--sqleval-cache-mode``): ``use`` (read, then write what was missing; the default), ``refresh`` (call
 again and overwrite), ``off`` (neither read nor write), ``only`` (read only: a request that is not cached fails
@@ -57,7 +57,7 @@ class ResponseCache:
             data = json.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None  # absent, or unreadable: treated as not cached (and rewritten in `use` mode)
-        return data["response"] if _problem(data) is None else None
+        return data["response"] if _problem(data, key) is None else None
 
     def problem(self, key: str) -> str | None:
         """Why the cached file of ``key`` cannot be used (it exists but is corrupt), or None."""
@@ -69,7 +69,7 @@ class ResponseCache:
         except (OSError, UnicodeDecodeError) as exc:
             return f"cannot read it: {exc}"
         try:
-            return _problem(json.loads(text))
+            return _problem(json.loads(text), key)
         except ValueError as exc:
             return f"not valid JSON: {exc}"
 
@@ -118,10 +118,14 @@ def file_mode() -> int:
     return _file_mode
 
 
-def _problem(data: Any) -> str | None:
+def _problem(data: Any, key: str) -> str | None:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return f"not a {FORMAT} file"
     response = data.get("response")
     if not isinstance(response, dict) or not isinstance(response.get("text"), str):
         return "no answer text in it"
+    if data.get("key") != key:  # copied or renamed from another request's file: its answer is not this one's
+        stored = data.get("key")
+        return (f"it holds the answer to another request (key {stored[:16]}...)" if isinstance(stored, str)
+                else "it names no key")
     return None

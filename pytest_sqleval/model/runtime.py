@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, Callable
 from .cache import ResponseCache
 from .config import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_MODEL_TIMEOUT,
     ExamplesSpec,
     ModelConfig,
     SuiteModelSpec,
@@ -150,7 +152,7 @@ class ModelRuntime:
                                                    error_message=f"cannot build the prompt: {exc}"))
             else:
                 future = self.pool.submit(_predict, predictor, case, spec.extract or "auto", label, config,
-                                          self.describe(suite, predictor, label))
+                                          self.describe(suite, predictor, label), self._timeout(predictor, config))
         with self._lock:
             self.futures.setdefault(item.nodeid, future)
 
@@ -159,6 +161,13 @@ class ModelRuntime:
         if self._pool is None:
             self._pool = DaemonPool(self.settings.concurrency, "sqleval-model")
         return self._pool
+
+    @staticmethod
+    def _timeout(predictor, config: ModelConfig) -> float | None:
+        """The model-call timeout a user's predictor is held to (the built-in client enforces its own per request)."""
+        if isinstance(predictor, DefaultPredictor) and predictor.function is None:
+            return None
+        return config.timeout or DEFAULT_MODEL_TIMEOUT
 
     def _label(self, predictor, config: ModelConfig) -> str:
         if isinstance(predictor, DefaultPredictor):
@@ -368,9 +377,28 @@ class PendingPrediction:
 
 
 def _predict(predictor, case: PredictorCase, extract: str, label: str, config: ModelConfig,
-             request: dict[str, Any]) -> PredictionResult:
-    """Runs on a pool thread."""
-    result = run_predictor(predictor, case, extract=extract, label=label, config=config)
+             request: dict[str, Any], timeout: float | None = None) -> PredictionResult:
+    """Runs on a pool thread. With ``timeout`` (a user's predictor), the call runs on a daemon thread of its own: one
+    that has not answered in time is this case's model_error and is abandoned (a thread cannot be killed), so
+    neither the pool nor the run waits for it."""
+    if timeout is None:
+        result = run_predictor(predictor, case, extract=extract, label=label, config=config)
+    else:
+        answers: list[PredictionResult] = []
+        call = threading.Thread(target=lambda: answers.append(run_predictor(predictor, case, extract=extract,
+                                                                            label=label, config=config)),
+                                name=f"sqleval-predictor-{case.id}", daemon=True)
+        started = time.perf_counter()
+        call.start()
+        call.join(timeout)
+        if answers:
+            result = answers[0]
+        else:
+            result = PredictionResult(None, "model", error_kind="model_error", model=label, cached=False,
+                                      latency_s=round(time.perf_counter() - started, 6),
+                                      error_message=f"the predictor timed out after {timeout} s (the model-call "
+                                                    "timeout: --sqleval-model-timeout, or `timeout:` in the suite's "
+                                                    "`model:`); its call was abandoned")
     result.request = request
     return result
 

@@ -62,10 +62,11 @@ def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
         lines.extend(_indent(_table_block("gold", mismatch["gold_columns"], mismatch["gold_head"], mismatch["gold_shape"])))
         lines.extend(_indent(_table_block("predicted", mismatch["predicted_columns"], mismatch["predicted_head"],
                                           mismatch["predicted_shape"])))
-        if mismatch["gold_only_rows"]:
-            lines.append("  rows only in gold:       " + "; ".join(_row(r) for r in mismatch["gold_only_rows"]))
-        if mismatch["predicted_only_rows"]:
-            lines.append("  rows only in prediction: " + "; ".join(_row(r) for r in mismatch["predicted_only_rows"]))
+        gold_only, predicted_only = rows_only(mismatch["gold_only_rows"], mismatch["predicted_only_rows"])
+        if gold_only:
+            lines.append("  rows only in gold:       " + gold_only)
+        if predicted_only:
+            lines.append("  rows only in prediction: " + predicted_only)
     clauses = record.get("clauses") or {}
     wrong = [name for name, ok in clauses.items() if not ok]
     if wrong:
@@ -102,3 +103,32 @@ def _cell(value: Any) -> str:
 
 def _row(row: Sequence[Any]) -> str:
     return "(" + ", ".join(_cell(v) for v in row) + ")"
+
+
+def rows_only(gold_only: Sequence[Sequence[Any]], predicted_only: Sequence[Sequence[Any]], *,
+              typed: bool | None = None) -> tuple[str, str]:
+    """The rows only in gold and only in the prediction, each side one line. When a row of one side would print
+    as a row of the other (the text '1' and the number 1; 'é' as one code point and as 'e' + an accent), or when
+    ``typed``, every cell is shown with its type: text quoted, anything but printable ASCII escaped."""
+    if typed is None:
+        typed = rows_look_alike(gold_only, predicted_only)
+    show = _typed_row if typed else _row
+    return "; ".join(map(show, gold_only)), "; ".join(map(show, predicted_only))
+
+
+def rows_look_alike(gold_only: Sequence[Sequence[Any]], predicted_only: Sequence[Sequence[Any]]) -> bool:
+    """Would a row only in gold print like a row only in the prediction?"""
+    import unicodedata
+
+    def looks(row: Sequence[Any]) -> str:
+        return unicodedata.normalize("NFKC", _row(row))
+
+    return bool({looks(r) for r in gold_only} & {looks(r) for r in predicted_only})
+
+
+def _typed_row(row: Sequence[Any]) -> str:
+    def cell(value: Any) -> str:
+        text = "NULL" if value is None else ascii(value)
+        return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+
+    return "(" + ", ".join(map(cell, row)) + ")"

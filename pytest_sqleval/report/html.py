@@ -40,6 +40,7 @@ def render_html(report: dict[str, Any]) -> str:
         report=report,
         title=_title(report),
         verdict=view.verdict_line(report),
+        no_cases=view.no_cases_note(report),
         commit=view.commit_label(report),
         chart_suite=_chart_suite(report),
         failed=view.run_failed(report),

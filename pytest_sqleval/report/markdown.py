@@ -99,6 +99,9 @@ def _headline(lines: list[str], report: dict[str, Any]) -> None:
     parts = ", ".join(f"{n} {name}" for name, n in outcomes.items() if n)
     suites = report.get("suites", [])
     line = f"**{total} case{'s' if total != 1 else ''}** in {len(suites)} suite{'s' if len(suites) != 1 else ''}"
+    empty = view.no_cases_note(report)
+    if empty is not None:
+        line = f"**{empty}**"
     if parts:
         line += f": {parts}"
     commit = view.commit_label(report)
@@ -298,7 +301,8 @@ def _misses(lines: list[str], cases: list[dict[str, Any]], list_limit: int) -> N
 
 def _warnings(lines: list[str], report: dict[str, Any]) -> None:
     base = view.baseline(report)
-    warnings = list((base or {}).get("warnings") or [])
+    merged = (report.get("run") or {}).get("merge_warnings") or []  # `sqleval merge`'s: a missing shard, say
+    warnings = [*merged, *((base or {}).get("warnings") or [])]
     if not warnings:
         return
     for warning in warnings:

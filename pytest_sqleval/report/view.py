@@ -245,6 +245,14 @@ def commit_label(report: dict[str, Any]) -> str | None:
     return str(git["commit"])[:12] + (" (dirty)" if git.get("dirty") else "")
 
 
+def no_cases_note(report: dict[str, Any]) -> str | None:
+    """What a report without any case says instead of its counts (why: a shard that got none), else None."""
+    if report.get("cases") or any(s.get("cases") for s in report.get("suites", []) or []):
+        return None
+    shard = (report.get("run") or {}).get("shard")
+    return f"no cases: shard {shard} got none (the other shards have them all)" if shard else "no cases"
+
+
 def verdict_line(report: dict[str, Any]) -> str:
     failed = failed_gates(report)
     total = len(gates(report))

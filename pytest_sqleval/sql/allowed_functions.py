@@ -294,6 +294,24 @@ SYSTEM_SCHEMAS: dict[str, frozenset[str] | None] = {
     "duckdb": None,
 }
 
+#: PostgreSQL's built-in types that are not composite (``pg_type`` of ``pg_catalog`` and ``information_schema``,
+#: PostgreSQL 15, array types aside) and that sqlglot reads as user-defined. ``(value::T).name`` is a field of a row
+#: only when T is composite: a table's row type, the database's own (the guard lets such a field through); for these
+#: types ``.name`` is a call of ``name(value)`` (``('/etc/passwd'::pg_catalog.text).pg_read_file``).
+POSTGRES_BUILTIN_TYPES = frozenset("""
+aclitem any anyarray anycompatible anycompatiblearray anycompatiblemultirange anycompatiblenonarray
+anycompatiblerange anyelement anyenum anymultirange anynonarray anyrange bit bool box bpchar bytea
+cardinal_number char character_data cid cidr circle cstring date datemultirange daterange event_trigger
+fdw_handler float4 float8 gtsvector index_am_handler inet int2 int2vector int4 int4multirange int4range int8
+int8multirange int8range internal interval json jsonb jsonpath language_handler line lseg macaddr macaddr8
+money name numeric nummultirange numrange oid oidvector path pg_brin_bloom_summary
+pg_brin_minmax_multi_summary pg_ddl_command pg_dependencies pg_lsn pg_mcv_list pg_ndistinct pg_node_tree
+pg_snapshot point polygon record refcursor regclass regcollation regconfig regdictionary regnamespace regoper
+regoperator regproc regprocedure regrole regtype sql_identifier table_am_handler text tid time time_stamp
+timestamp timestamptz timetz trigger tsm_handler tsmultirange tsquery tsrange tstzmultirange tstzrange
+tsvector txid_snapshot unknown uuid varbit varchar void xid xid8 xml yes_or_no
+""".split())
+
 #: Words that sqlglot reads as names but that open a parenthesised clause, not a function call.
 SYNTAX_WORDS = frozenset({
     "system", "bernoulli", "reservoir", "repeatable", "materialized", "sets", "cube", "rollup", "against",

@@ -27,6 +27,7 @@ identifiers with Unicode escapes) are refused as a class.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
@@ -82,6 +83,7 @@ def check_prediction(sql: str, dialect: str, *, allow_functions: Iterable[str] =
     """
     _check_text(sql)
     tokens, statements = _parse(sql, dialect)
+    _check_white_space(sql, tokens, dialect)
     if len(statements) != 1:
         raise QueryError(
             "rejected",
@@ -152,6 +154,16 @@ _STATEMENT_WORDS = frozenset({
 })
 
 
+def starts_with_unknown_word(sql: str, dialect: str) -> bool:
+    """Whether ``sql`` starts with a word that is neither a keyword sqlglot knows nor a statement's name (``SELEC``,
+    ``FOO``): the guard's refusal of such a text may be a typo, which only the engine's own parser can tell."""
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    except (SqlglotError, RecursionError, ValueError):
+        return False
+    return bool(tokens) and tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() not in _STATEMENT_WORDS
+
+
 def _statement_name(tokens: list[Token], tree: exp.Expression) -> str:
     """What a statement that is not a query is, for the reason: its first word as written (``LISTEN``,
     ``CHECKPOINT``: sqlglot reads some such words as an alias or a column), else its tree's node (the DELETE
@@ -185,6 +197,81 @@ def _check_tree(tree: exp.Expression) -> list[exp.Expression]:
         if isinstance(node, exp.Table) and _is_file_reference(node):
             raise QueryError("rejected", f"reads the file {node.name!r}; predictions may only read tables")
     return nodes
+
+
+# --------------------------------------------------------------------------- white space
+#: White space as the engines read it (PostgreSQL's `space`, SQLite's, MySQL's): ASCII only.
+_ENGINE_WHITE_SPACE = frozenset(" \t\n\r\f\v")
+
+#: Dialects whose engine reads a non-ASCII white space character as a letter of a name while sqlglot ends the name
+#: there, and has dollar-quoted strings that then hide code from the guard. (DuckDB turns Unicode spaces into spaces
+#: before it parses, as sqlglot reads them; SQLite reads them as letters too, but has no quoting they could open.)
+_UNICODE_NAME_DIALECTS = frozenset({"postgres", "redshift", "materialize", "risingwave"})
+
+
+def _check_white_space(sql: str, tokens: list[Token], dialect: str) -> None:
+    """Refuse white space that only sqlglot reads as white space: the whole class, not a spelling.
+
+    sqlglot ends a token at any character Python's ``str.isspace()`` accepts; PostgreSQL reads a non-ASCII one
+    (U+00A0, U+2003, U+3000, ...) as a letter of a name and an ASCII separator (U+001C-U+001F) as an error. The
+    two then read different tokens: ``interval<U+00A0>$x$, pg_read_file(...) AS b$x$`` is a dollar-quoted
+    string to sqlglot, and to PostgreSQL two names around a call. Such a character outside every token (a
+    string, a quoted name) and every comment is refused.
+    """
+    if sql.isascii() and not any(ch in sql for ch in "\x1c\x1d\x1e\x1f"):
+        return
+    odd = [i for i, ch in enumerate(sql) if ch.isspace() and ch not in _ENGINE_WHITE_SPACE]
+    if not odd or dialect_key(dialect) not in _UNICODE_NAME_DIALECTS:
+        return
+    tokenizer = sqlglot.Dialect.get_or_raise(dialect).tokenizer_class
+    starts = [token.start for token in tokens]
+    comments: dict[int, list[tuple[int, int]]] = {}  # the comments of each stretch between two tokens, read once
+    for position in odd:
+        k = bisect_right(starts, position) - 1
+        if k >= 0 and position <= tokens[k].end:
+            continue  # inside a string or a quoted name: text
+        gap = tokens[k].end + 1 if k >= 0 else 0
+        if gap not in comments:
+            comments[gap] = _comment_spans(sql, gap, starts[k + 1] if k + 1 < len(tokens) else len(sql), tokenizer)
+        spans = comments[gap]
+        n = bisect_right(spans, (position, len(sql))) - 1
+        if n >= 0 and position < spans[n][1]:
+            continue
+        raise QueryError(
+            "rejected",
+            f"has the white space character U+{ord(sql[position]):04X} at offset {position}, outside any string or "
+            "comment; the database reads it as part of a name (or as an error), not as white space, so the guard "
+            "cannot check the query as the database reads it: write plain spaces",
+        )
+
+
+def _comment_spans(sql: str, start: int, stop: int, tokenizer) -> list[tuple[int, int]]:
+    """The comments (``[begin, end)``) in the white space between two tokens, ``sql[start:stop]``, read with the
+    dialect's comment markers as sqlglot read that stretch."""
+    comments = tokenizer._COMMENTS
+    markers = sorted(comments, key=len, reverse=True)
+    line_ends = "\n" if tokenizer.COMMENTS_TERMINATE_AT_NEWLINE_ONLY else "\n\r"
+    spans, i = [], start
+    while i < stop:
+        marker = next((m for m in markers if sql.startswith(m, i)), None)
+        if marker is None:
+            i += 1
+            continue
+        end, j, depth = comments[marker], i + len(marker), 1
+        while j < stop and depth:
+            if end is None:
+                if sql[j] in line_ends:
+                    break
+                j += 1
+            elif tokenizer.NESTED_COMMENTS and sql.startswith(marker, j):
+                depth, j = depth + 1, j + len(marker)
+            elif sql.startswith(end, j):
+                depth, j = depth - 1, j + len(end)
+            else:
+                j += 1
+        spans.append((i, j))
+        i = j
+    return spans
 
 
 # --------------------------------------------------------------------------- identifiers
@@ -265,9 +352,43 @@ def _check_calls(tokens: list[Token], nodes: list[exp.Expression], dialect: str,
             if token.token_type != TokenType.IDENTIFIER and token.text.lower() in allowlist.SYNTAX_WORDS:
                 continue
         _check_call(tokens, i, dialect, allowed, allow)
+    if dialect in _FUNCTIONAL_NOTATION_DIALECTS:
+        for i in range(2, len(tokens)):
+            if (tokens[i - 1].token_type == TokenType.DOT and tokens[i].token_type != TokenType.STAR
+                    and tokens[i - 2].token_type in (TokenType.R_PAREN, TokenType.R_BRACKET)
+                    and not _field_of_a_row_type(at.get(tokens[i].start, ()))):
+                _check_call(tokens, i, dialect, allowed, allow, notation=True)
 
 
-def _check_call(tokens: list[Token], i: int, dialect: str, allowed: frozenset[str], allow: frozenset[str]) -> None:
+def _field_of_a_row_type(here: Iterable[exp.Expression]) -> bool:
+    """Is the name a field of a value cast to a type of the database's own (``(NULL::tickets).id``)? Such a type is a
+    table's row type, whose field the name is (a call would need a function of that row type: only pure built-ins
+    take one); a built-in type (:data:`~.allowed_functions.POSTGRES_BUILTIN_TYPES`) has no fields."""
+    for node in here:
+        dot = node.parent
+        if not (isinstance(node, exp.Identifier) and isinstance(dot, exp.Dot) and dot.expression is node):
+            continue
+        value = dot.this
+        while isinstance(value, exp.Paren):
+            value = value.this
+        to = value.args.get("to") if isinstance(value, exp.Cast) else None
+        if not (isinstance(to, exp.DataType) and to.this == exp.DataType.Type.USERDEFINED):
+            return False
+        parts = [part.strip('"').lower() for part in str(to.args.get("kind") or "").split(".")]
+        if len(parts) > 1:
+            return parts[0] not in ("pg_catalog", "information_schema")
+        return bool(parts[0]) and not parts[0].startswith("_") and parts[0] not in allowlist.POSTGRES_BUILTIN_TYPES
+    return False
+
+
+#: Dialects whose engine reads ``(expression).name`` as the call ``name(expression)`` when the value has no field
+#: of that name (PostgreSQL's functional notation): ``('/etc/passwd'::text).pg_read_file`` reads the file.
+_FUNCTIONAL_NOTATION_DIALECTS = frozenset({"postgres", "redshift", "materialize", "risingwave"})
+
+
+def _check_call(tokens: list[Token], i: int, dialect: str, allowed: frozenset[str], allow: frozenset[str], *,
+                notation: bool = False) -> None:
+    """``notation``: the name follows ``(...).``, which the engine may read as a call (functional notation)."""
     token = tokens[i]
     name = _resolve(token, dialect)
     qualifier = None
@@ -281,6 +402,8 @@ def _check_call(tokens: list[Token], i: int, dialect: str, allowed: frozenset[st
     if builtin and name in allowed:
         return
     where = "" if builtin else f" (a function outside {', '.join(sorted(system)) or 'the built-in functions'})"
+    if notation:
+        where = f" (written `(...).{token.text}`: {dialect} reads a name after `(...).` as a call on the value)"
     raise QueryError(
         "rejected",
         f"calls {shown}(){where}, which is not on the {dialect} allowlist of pure functions; if it is your own "

@@ -141,6 +141,12 @@ class Backend:
             rollback(conn)
         return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
 
+    def parse_error(self, sql: str) -> str | None:
+        """The engine's own parser's error on ``sql``, or None when it parses (or the engine cannot say without
+        running it: the default). Asked only of a text the guard refused, to tell a typo (``SELEC name``, kind
+        ``syntax``) from a real statement the guard refuses (``rejected``); it must never run the text."""
+        return None
+
     def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
                  elapsed: float = 0.0) -> QueryError:
         """The QueryError kind of a driver error (the default: a timeout if the time ran out, else runtime)."""

@@ -68,7 +68,7 @@ class DuckDBBackend(Backend):
         watchdog.daemon = True
         watchdog.start()
         try:
-            cursor = conn.execute(sql)
+            cursor = conn.execute(_one_query(conn, sql))
             rows = cursor.fetchmany(limits.max_rows + 1)
             columns = tuple(d[0] for d in cursor.description or ())
         except duckdb.Error as exc:
@@ -94,6 +94,23 @@ class DuckDBBackend(Backend):
             if hasattr(duckdb, name)
         )
         return QueryError("syntax" if isinstance(exc, compile_errors) else "runtime", message)
+
+    def parse_error(self, sql: str) -> str | None:
+        """DuckDB's parser alone (``extract_statements`` parses, it runs nothing), on a new in-memory connection
+        with the run's locked-down configuration."""
+        import duckdb
+
+        conn = duckdb.connect(":memory:", config=dict(DUCKDB_CONFIG))
+        try:
+            conn.extract_statements(sql)
+        except duckdb.ParserException as exc:
+            message = first_line(exc)
+            return None if "depth" in message.lower() else message  # a limit of the parser, not a typo
+        except duckdb.Error:
+            return None
+        finally:
+            conn.close()
+        return None
 
     def read_schema(self, engine):
         """DuckDB's own catalogue (duckdb-engine's inspection queries pg_catalog tables DuckDB lacks)."""
@@ -127,6 +144,30 @@ class DuckDBBackend(Backend):
 
     def open_target(self, target: Target, *, max_memory: int | None = None):
         return duckdb_engine(target[1], **duckdb_limits(max_memory))
+
+
+#: Statement kinds DuckDB may run here (``StatementType`` names): queries; MULTI is a PIVOT statement, which DuckDB
+#: runs as an enum type of its own and a query.
+DUCKDB_QUERY_STATEMENTS = frozenset({"SELECT", "MULTI", "PRAGMA", "CALL"})
+
+
+def _one_query(conn: Any, sql: str) -> Any:
+    """The one query statement of ``sql`` as DuckDB's own parser reads it, to be run as such.
+
+    DuckDB runs every statement of a text, and a read-only database still takes TEMP views, tables and macros, SET
+    VARIABLE and PREPARE. These live on in the connection the next queries (the golds of other cases) run on: a TEMP
+    VIEW named like a table, or a macro named like a built-in, would change their results. So, as SQLite and
+    PostgreSQL refuse a second statement themselves, DuckDB here runs only one statement, and only a query: a gap
+    in the guard cannot become such a change either.
+    """
+    statements = conn.extract_statements(sql)
+    if len(statements) != 1:
+        raise QueryError("rejected", f"DuckDB reads {len(statements)} statements in the text; only a single query runs")
+    kind = getattr(statements[0].type, "name", str(statements[0].type))
+    if kind not in DUCKDB_QUERY_STATEMENTS:
+        raise QueryError("rejected", f"refused by the read-only connection: DuckDB reads a {kind} statement, not a "
+                                     "query; only a single read-only query runs")
+    return statements[0]
 
 
 def duckdb_limits(max_memory: int | None) -> dict[str, Any]:

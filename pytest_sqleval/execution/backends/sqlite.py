@@ -99,6 +99,28 @@ class SQLiteBackend(Backend):
             return QueryError("rejected", message)
         return QueryError("syntax" if conn is None or not _sqlite_compiles(conn, sql) else "runtime", message)
 
+    def parse_error(self, sql: str) -> str | None:
+        """Compiled as ``EXPLAIN <sql>`` (EXPLAIN lists the program, it never runs the statement) on a new, empty
+        in-memory database whose authorizer denies every action: only SQLite's parser errors count."""
+        try:
+            tokens = sqlite_tokens(sql)
+        except Exception:  # noqa: BLE001 - sqlglot cannot read it: SQLite's parser decides alone
+            tokens = []
+        text = sql if tokens and tokens[0].text.upper() == "EXPLAIN" else "EXPLAIN " + sql
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.set_authorizer(lambda *_: sqlite3.SQLITE_DENY)
+            conn.execute(text).close()
+        except sqlite3.Error as exc:
+            message = str(exc)
+            parse = "syntax error" in message or message == "incomplete input" or message.startswith("unrecognized token")
+            return message if parse else None
+        except sqlite3.Warning:  # "You can only execute one statement at a time": the first one parsed
+            return None
+        finally:
+            conn.close()
+        return None
+
     def table_order(self, engine) -> list[str]:
         """Creation order, as Spider's own evaluator reads ``sqlite_master``."""
         with engine.connect() as conn:
@@ -258,6 +280,13 @@ def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
+
+
+def sqlite_tokens(sql: str):
+    """sqlglot's SQLite tokens of ``sql`` (raises what the tokenizer raises)."""
+    import sqlglot
+
+    return sqlglot.Dialect.get_or_raise("sqlite").tokenize(sql)
 
 
 def _sqlite_compiles(conn: sqlite3.Connection, sql: str) -> bool:

@@ -110,7 +110,7 @@ def spider_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: Ex
 def normalised_gold(gold_sql: str, schema: Schema, dialect: str) -> SpiderSQL:
     """The gold's normalised SQL dict (cached: a gold is compared with many predictions)."""
     try:
-        read = read_spider_sql(gold_sql, schema, dialect=dialect)
+        read = read_gold_spider(gold_sql, schema, dialect)
         _remember_gold_read(gold_sql, schema, dialect, read)
         return normalise_spider_sql(read.sql, schema)
     except SqlParseError as exc:
@@ -119,6 +119,22 @@ def normalised_gold(gold_sql: str, schema: Schema, dialect: str) -> SpiderSQL:
         raise GoldOutsideGrammar(exc.construct) from None
     except Exception as exc:  # noqa: BLE001 - limits, recursion, memory or a bug: the gold cannot be read
         raise gold_failure(exc) from None
+
+
+def read_gold_spider(gold_sql: str, schema: Schema, dialect: str) -> SpiderRead:
+    """The official parser's reading of a gold: what it reads of the text, as of a prediction (a comment or junk
+    where it fails, a condition starting with NOT: :class:`OutsideGrammar`, the official run crashes; junk after a
+    complete query, ``COLLATE``: ignored), then :func:`read_spider_sql`. Raises as that does."""
+    reading = official_reading(mark_periods_in_words(split_final_period(gold_sql), dialect), dialect)
+    if reading.text is None:
+        raise OutsideGrammar(reading.objection or "unreadable")
+    try:
+        return read_spider_sql(reading.text, schema, dialect=dialect)
+    except SqlParseError:
+        prefix = junk_free_prefix(reading.text, dialect)  # the official parser stops before the junk
+        if prefix is None:
+            raise
+        return read_spider_sql(prefix, schema, dialect=dialect)
 
 
 #: Normalised readings of predictions kept (least recently used dropped past this many): a model often writes the

@@ -98,7 +98,8 @@ _ARITHMETIC: dict[type[exp.Expression], int] = {
 _COMPARISONS: dict[type[exp.Expression], str] = {
     exp.EQ: "=", exp.GT: ">", exp.LT: "<", exp.GTE: ">=", exp.LTE: "<=", exp.NEQ: "!=",
     exp.In: "in", exp.Like: "like", exp.Between: "between", exp.Is: "is", exp.Exists: "exists",
-}
+    exp.NullSafeEQ: "is",  # ``a IS 'x'``: the official reads a value after IS (``<=>`` and ``IS NOT DISTINCT FROM``
+}                          # are refused from the text, spider_text.tokenizer_objection)
 _NEGATABLE = (exp.In, exp.Like, exp.Between)
 _SET_OPERATIONS: dict[type[exp.Expression], str] = {
     exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except",
@@ -308,6 +309,9 @@ class _Reader:
             self.outside({"with_": "cte", "windows": "window_function"}.get(key, key))
         if args.get("offset") is not None and not final:
             self.outside("offset")
+        if args.get("having") is not None and args.get("group") is None:
+            # the official reads "having" as a table (after FROM) or a column (after WHERE/ON) and fails
+            self.outside("having_without_group_by")
 
     def _select_distinct(self, distinct: exp.Distinct | None) -> bool:
         if distinct is None:
@@ -567,7 +571,7 @@ class _Reader:
         if op is None:
             self.outside(_construct_name(node))
             return WHERE_OPS.index("like" if isinstance(node, exp.ILike) else "=")  # ILIKE: LIKE, ignoring case
-        if op == "is":
+        if isinstance(node, exp.Is):  # IS NULL / IS TRUE: the official reads NULL or TRUE as a column, and fails
             self.outside("is_null")
         elif op == "exists":
             self.outside("exists")

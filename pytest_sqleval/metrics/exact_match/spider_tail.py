@@ -89,6 +89,8 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
         kind = token.token_type
         if i and _gap(sql, tokens[i - 1].end + 1, token.start):
             return _junk_at(sql, tokens, i, depth, state, last, "comment")
+        if kind == TokenType.COLLATE:
+            return _collate_at(sql, tokens, i, depth, state, last, dialect)
         if kind == TokenType.NOT and last is not None and last.token_type in _CONDITION_STARTS:
             return OfficialReading(None, "not_before_operand")
         if depth == 0 and (kind == TokenType.SEMICOLON or kind == TokenType.R_PAREN):
@@ -151,6 +153,19 @@ def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str |
                                                                      TokenType.PLUS, TokenType.DASH)):
             return OfficialReading(None, what)  # read as arithmetic on the ORDER BY item
     return OfficialReading(sql[:junk_start])
+
+
+def _collate_at(sql: str, tokens: list[Token], index: int, depth: int, state: str | None, last: Token | None,
+                dialect: str) -> OfficialReading:
+    """``COLLATE x`` at ``tokens[index]``: a word the official parser does not know. After a condition's column value
+    (``ON a = b COLLATE NOCASE``) its value scanner passes over it to the next stop word and the query reads on;
+    anywhere else it is junk (``ORDER BY name COLLATE NOCASE`` reads ``ORDER BY name`` and ignores the rest)."""
+    if depth == 0 and state in ("where", "having", "on") and _column_value_last(tokens, index):
+        stop = next((j for j in range(index + 1, len(tokens))
+                     if tokens[j].text.lower().split()[0] in _SCANNER_STOPS), None)
+        end = tokens[stop].start if stop is not None else len(sql)
+        return official_reading(sql[:tokens[index].start] + sql[end:], dialect)
+    return _junk_at(sql, tokens, index, depth, state, last, "collate", at_end=True)
 
 
 def _clause_walk(tokens: list[Token]) -> Iterator[tuple[int, str | None]]:

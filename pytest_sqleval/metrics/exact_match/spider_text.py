@@ -40,7 +40,7 @@ from ...sql.limits import tokenize_bounded
 #: Characters NLTK's word_tokenize always splits off (so they separate tokens).
 NLTK_SEPARATORS = frozenset("()[]{}<>!?*%;@#$&,")
 #: Operator tokens that sqlglot accepts but the official tokenizer splits in two.
-_SPLIT_OPERATORS = ("<>", "==")
+_SPLIT_OPERATORS = ("<>", "==", "<=>")
 #: Operators NLTK never splits off: they must stand between separators.
 _GLUEABLE = {TokenType.EQ: "both", TokenType.GTE: "right", TokenType.LTE: "right", TokenType.NEQ: "right",
              TokenType.PLUS: "both", TokenType.SLASH: "both", TokenType.DASH: "both"}
@@ -152,7 +152,16 @@ def tokenizer_objection(sql: str, dialect: str, end: int | None = None) -> str |
             return "operator_without_spaces"
         if token.token_type is TokenType.PLUS and _is_sign(tokens, index) and not _plus_read(tokens, index):
             return "unary_plus"  # sqlglot drops it; the official parser reads "+" as a column and fails
+        if token.token_type is TokenType.ALL and index and tokens[index - 1].token_type not in _ALL_READ_AFTER:
+            return "all"  # sqlglot drops ``SELECT ALL``/``count(ALL x)``; the official reads "all" as a column
+        if token.token_type is TokenType.DISTINCT and index > 1 and tokens[index - 1].token_type is TokenType.NOT \
+                and tokens[index - 2].token_type is TokenType.IS:
+            return "is_not_distinct_from"  # read by sqlglot as ``a IS b``; the official fails on "not"
     return None
+
+
+#: Where an ``ALL`` token is read otherwise: a LIMIT's value (skipped unread), ``UNION ALL`` (its own construct).
+_ALL_READ_AFTER = frozenset({TokenType.LIMIT, TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT})
 
 
 def _plus_read(tokens: list[Token], index: int) -> bool:
