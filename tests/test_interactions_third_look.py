@@ -634,7 +634,7 @@ def test_interaction_aggregates_and_verdicts_are_the_same_on_duckdb(pytester, du
     ('interaction: {question: "Airlines?", gold: "SELECT name FROM airlines"}',
      "interaction 'c' must be a list of turns, not a mapping"),
     ('interaction: "SELECT name FROM airlines"', "interaction 'c' must be a list of turns, not text"),
-    ('interaction: [{gold: "SELECT 1", difficulty: hard}]', "unknown key 'difficulty' in turn 1 of interaction 'c'"),
+    ('interaction: [{gold: "SELECT 1", difficulty: hard}]', "`difficulty:` in turn 1 of interaction 'c' is a key of the case"),
 ])
 def test_a_malformed_interaction_says_what_is_wrong_with_it(pytester, body, message):
     make_flights(pytester.path / "f.sqlite")

@@ -232,7 +232,7 @@ def test_every_documented_key_has_its_documented_type_on_a_real_run(db):
         assert c["error"] is None or set(c["error"]) >= {"kind", "message"}
     by = {c["id"]: c for c in cases}
     assert by["ç1"]["vacuous"] is True and by["ç1"]["metadata"] == {"source": "x|y"}
-    assert by["c3"]["error"]["kind"] == "rejected" and by["c3"]["valid"] is False
+    assert by["c3"]["error"]["kind"] == "syntax" and by["c3"]["valid"] is False  # the engine cannot parse `SELEC a`
     assert (by["i1/2"]["interaction"], by["i1/2"]["turn"]) == ("i1", 2)
     assert by["e1"]["outcome"] == "error" and by["e1"]["soft_f1"] is None
 
