@@ -203,10 +203,12 @@ def _check_tree(tree: exp.Expression) -> list[exp.Expression]:
 #: White space as the engines read it (PostgreSQL's `space`, SQLite's, MySQL's): ASCII only.
 _ENGINE_WHITE_SPACE = frozenset(" \t\n\r\f\v")
 
-#: Dialects whose engine reads a non-ASCII white space character as a letter of a name while sqlglot ends the name
-#: there, and has dollar-quoted strings that then hide code from the guard. (DuckDB turns Unicode spaces into spaces
-#: before it parses, as sqlglot reads them; SQLite reads them as letters too, but has no quoting they could open.)
-_UNICODE_NAME_DIALECTS = frozenset({"postgres", "redshift", "materialize", "risingwave"})
+#: Dialects of PostgreSQL's parser. It reads a non-ASCII white space character as a letter of a name while sqlglot
+#: ends the name there, and has dollar-quoted strings that then hide code from the guard (DuckDB turns Unicode spaces
+#: into spaces before it parses, as sqlglot reads them; SQLite reads them as letters too, but has no quoting they
+#: could open); and it reads ``(expression).name`` as the call ``name(expression)`` when the value has no field of
+#: that name (functional notation): ``('/etc/passwd'::text).pg_read_file`` reads the file.
+_POSTGRES_PARSER_DIALECTS = frozenset({"postgres", "redshift", "materialize", "risingwave"})
 
 
 def _check_white_space(sql: str, tokens: list[Token], dialect: str) -> None:
@@ -221,7 +223,7 @@ def _check_white_space(sql: str, tokens: list[Token], dialect: str) -> None:
     if sql.isascii() and not any(ch in sql for ch in "\x1c\x1d\x1e\x1f"):
         return
     odd = [i for i, ch in enumerate(sql) if ch.isspace() and ch not in _ENGINE_WHITE_SPACE]
-    if not odd or dialect_key(dialect) not in _UNICODE_NAME_DIALECTS:
+    if not odd or dialect_key(dialect) not in _POSTGRES_PARSER_DIALECTS:
         return
     tokenizer = sqlglot.Dialect.get_or_raise(dialect).tokenizer_class
     starts = [token.start for token in tokens]
@@ -352,7 +354,7 @@ def _check_calls(tokens: list[Token], nodes: list[exp.Expression], dialect: str,
             if token.token_type != TokenType.IDENTIFIER and token.text.lower() in allowlist.SYNTAX_WORDS:
                 continue
         _check_call(tokens, i, dialect, allowed, allow)
-    if dialect in _FUNCTIONAL_NOTATION_DIALECTS:
+    if dialect in _POSTGRES_PARSER_DIALECTS:
         for i in range(2, len(tokens)):
             if (tokens[i - 1].token_type == TokenType.DOT and tokens[i].token_type != TokenType.STAR
                     and tokens[i - 2].token_type in (TokenType.R_PAREN, TokenType.R_BRACKET)
@@ -379,11 +381,6 @@ def _field_of_a_row_type(here: Iterable[exp.Expression]) -> bool:
             return parts[0] not in ("pg_catalog", "information_schema")
         return bool(parts[0]) and not parts[0].startswith("_") and parts[0] not in allowlist.POSTGRES_BUILTIN_TYPES
     return False
-
-
-#: Dialects whose engine reads ``(expression).name`` as the call ``name(expression)`` when the value has no field
-#: of that name (PostgreSQL's functional notation): ``('/etc/passwd'::text).pg_read_file`` reads the file.
-_FUNCTIONAL_NOTATION_DIALECTS = frozenset({"postgres", "redshift", "materialize", "risingwave"})
 
 
 def _check_call(tokens: list[Token], i: int, dialect: str, allowed: frozenset[str], allow: frozenset[str], *,
