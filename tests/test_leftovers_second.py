@@ -258,7 +258,7 @@ def test_two_decimals_compare_exactly_under_numbers_value():
 
 
 def test_two_duckdb_decimals_that_differ_beyond_a_floats_digits_miss(pytester, duckdb_available):
-    duckdb = pytest.importorskip("duckdb")
+    duckdb = require_module("duckdb")
     conn = duckdb.connect(str(pytester.path / "n.duckdb"))
     conn.execute("CREATE TABLE t (v DECIMAL(38, 30)); INSERT INTO t VALUES (0.100000000000000000001)")
     conn.close()
@@ -298,7 +298,7 @@ def test_a_typo_is_syntax_and_a_refused_statement_stays_rejected(pytester, engin
         make_sqlite(pytester.path / "shop.sqlite")
         db = "shop.sqlite"
     else:
-        duckdb = pytest.importorskip("duckdb")
+        duckdb = require_module("duckdb")
         conn = duckdb.connect(str(pytester.path / "shop.duckdb"))
         conn.execute("CREATE TABLE shops (id INTEGER, name TEXT); INSERT INTO shops VALUES (1, 'Avionics')")
         conn.close()
@@ -324,7 +324,7 @@ def test_the_engine_parse_check_never_runs_the_statement(tmp_path):
     assert engine_parse_error("CREATE TABLE x (a INT)", "sqlite") is None
     assert engine_parse_error("ATTACH DATABASE 'x.db' AS x", "sqlite") is None
     assert engine_parse_error("SELEC name", "postgres") is None  # PostgreSQL: the guard's word stands
-    duckdb = pytest.importorskip("duckdb")
+    duckdb = require_module("duckdb")
     assert engine_parse_error("SELEC name", "duckdb") is not None
     assert engine_parse_error(f"COPY (SELECT 1) TO '{tmp_path / 'out.csv'}'", "duckdb") is None
     assert not (tmp_path / "out.csv").exists() and not Path("x.db").exists()
