@@ -21,6 +21,7 @@ from conftest import make_sqlite, missing_dependency
 from pytest_sqleval.baseline import paired_statistics
 from pytest_sqleval.cli import main
 from pytest_sqleval.stats import clopper_pearson, mcnemar_exact, paired_share_interval, sign_flip, wilson
+from test_gate_second_look import canonical, run
 
 WORKERS = pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 
@@ -166,20 +167,6 @@ def write_model(root: Path, name: str, suites: dict[str, list[str]], kinds: dict
                 number = int(case_id.rsplit("/", 1)[1]) - 1 if "/" in case_id else i
                 rows.append({"id": f"{suite}::{case_id}", "sql": answer(number, kind)})
     (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
-
-def run(pytester: pytest.Pytester, model: str, report: str, *args: str):
-    path = pytester.path / report
-    if path.exists():
-        path.unlink()
-    runner = pytester.runpytest_subprocess if "-n" in args else pytester.runpytest
-    result = runner("--sqleval", f"--sqleval-predictions={model}.jsonl", f"--sqleval-json={path}",
-                    "-p", "no:cacheprovider", *args)
-    return result, (json.loads(path.read_text()) if path.exists() else None)
-
-
-def canonical(block) -> str:
-    return json.dumps(block, sort_keys=True)
 
 
 # --------------------------------------------------------------------------- sqleval gate = pytest's exit status
