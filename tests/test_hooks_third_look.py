@@ -16,26 +16,14 @@ import pytest
 from conftest import make_sqlite, require_module
 from pytest_sqleval.errors import SuiteError
 from pytest_sqleval.loader import load_suite
+from test_hooks_new_inputs import SUITE as BASE_SUITE
+from test_hooks_new_inputs import WORKERS
 
-SUITE = """
-suite: shop
-database: shop.sqlite
-cases:
-  - id: right
-    gold: SELECT count(*) FROM shops
-    predicted: SELECT count(*) FROM shops
-  - id: wrong
-    gold: SELECT count(*) FROM tickets
-    predicted: SELECT 42
-  - id: broken
-    gold: SELECT name FROM shops ORDER BY name
-    predicted: SELEC name FROM shops
+SUITE = BASE_SUITE + """\
   - id: fine
     gold: SELECT 1
     predicted: SELECT 1
 """
-
-WORKERS = pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 
 
 @pytest.fixture

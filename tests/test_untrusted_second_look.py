@@ -137,6 +137,24 @@ def _digest(folder) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
+def run_leaving_folder_untouched(pytester, folder, xdist, secret):
+    """``pytest --sqleval`` (serial or ``-n 2``) over the suites in ``pytester.path``; checks that no file in
+    ``folder`` changed or appeared, that ``secret`` shows nowhere and that nothing crashed. Returns the result,
+    its output and the JSON report's cases."""
+    before = _digest(folder)
+    listing = sorted(p.name for p in folder.iterdir())
+    result = pytester.runpytest_subprocess("--sqleval", "--sqleval-json", "report.json", "-p", "xdist", *xdist,
+                                           timeout=600)
+    output = result.stdout.str() + result.stderr.str()
+    report_text = (pytester.path / "report.json").read_text(encoding="utf-8")
+    for text in (output, report_text):
+        assert secret not in text
+        assert "INTERNALERROR" not in text and "Traceback" not in text
+    assert sorted(p.name for p in folder.iterdir()) == listing
+    assert _digest(folder) == before
+    return result, output, json.loads(report_text)["cases"]
+
+
 def _make_files(folder):
     """A real SQLite file and a real DuckDB file of the shop, and a planted secret beside them."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -240,18 +258,7 @@ def test_attacks_on_the_users_own_files_as_one_run(pytester, request, xdist):
                      " predicted: 'SELECT count(*) FROM tickets'}")
         lines.append("  - {id: colon-text, gold: \"SELECT 'a:b'\", predicted: \"SELECT 'a:b'\"}")
         pytester.makefile(".sqleval.yaml", **{engine_name: "\n".join(lines) + "\n"})
-    before = _digest(folder)
-    listing = sorted(p.name for p in folder.iterdir())
-    result = pytester.runpytest_subprocess("--sqleval", "--sqleval-json", "report.json", "-p", "xdist", *xdist,
-                                           timeout=600)
-    output = result.stdout.str() + result.stderr.str()
-    report_text = (pytester.path / "report.json").read_text(encoding="utf-8")
-    for text in (output, report_text):
-        assert SECRET not in text
-        assert "INTERNALERROR" not in text and "Traceback" not in text
-    assert sorted(p.name for p in folder.iterdir()) == listing
-    assert _digest(folder) == before
-    cases = json.loads(report_text)["cases"]
+    result, output, cases = run_leaving_folder_untouched(pytester, folder, xdist, SECRET)
     expected = {(e, name): kinds for e, attacks in BY_ENGINE.items() for name, _sql, kinds in attacks}
     assert len(cases) == len(expected) + 2 * len(BY_ENGINE)
     for case in cases:

@@ -22,7 +22,6 @@ files stay byte-identical, the next query still gives the right answer; through 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -40,6 +39,7 @@ from pytest_sqleval.execution.engines import EngineFactory
 from pytest_sqleval.execution.runner import run_query
 from pytest_sqleval.sql.guard import check_prediction
 from pytest_sqleval.suite import DatabaseSpec
+from test_untrusted_second_look import _digest, run_leaving_folder_untouched
 
 pytest_plugins = ["pytester"]
 
@@ -229,10 +229,6 @@ def _make_files(folder: Path) -> dict[str, Path]:
     return {"sqlite": sqlite_path, "duckdb": duckdb_path}
 
 
-def _digest(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def user_postgres(request):
     """A PostgreSQL database the user points at (no setup scripts: no SELECT-only role, the superuser's session)."""
@@ -405,17 +401,7 @@ def test_attacks_as_one_run_on_the_users_databases(pytester, planted, user_postg
     for engine_name, sqls in attacks.items():
         _suite(pytester.path / f"{engine_name}.sqleval.yaml", databases[engine_name],
                [(f"a{n:02d}", sql) for n, sql in enumerate(sqls)])
-    before, listing = _digest(folder), sorted(p.name for p in folder.iterdir())
-    result = pytester.runpytest_subprocess("--sqleval", "--sqleval-json", "report.json", "-p", "xdist", *xdist,
-                                           timeout=600)
-    output = result.stdout.str() + result.stderr.str()
-    report_text = (pytester.path / "report.json").read_text(encoding="utf-8")
-    for text in (output, report_text):
-        assert SECRET not in text
-        assert "INTERNALERROR" not in text and "Traceback" not in text
-    assert sorted(p.name for p in folder.iterdir()) == listing
-    assert _digest(folder) == before
-    cases = json.loads(report_text)["cases"]
+    result, output, cases = run_leaving_folder_untouched(pytester, folder, xdist, SECRET)
     assert len(cases) == sum(len(sqls) + 1 for sqls in attacks.values())
     for case in cases:
         if case["id"] == "still-fine":
