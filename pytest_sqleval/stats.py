@@ -1,4 +1,4 @@
-"""Confidence intervals and paired significance tests (pure functions, no pytest, no numpy).
+"""Confidence intervals and paired significance tests (pure functions, no pytest; numpy only to go faster).
 
 Everything here is deterministic for a given input: the resampling methods draw
 from ``random.Random(seed)`` with a fixed default seed, and sums use
@@ -28,7 +28,7 @@ import math
 import random
 import sys
 from collections import Counter
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 #: The 0.975 quantile of the standard normal distribution (a two-sided 95% interval).
 Z95 = 1.959963984540054
@@ -83,10 +83,42 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     if p >= 1.0:
         return 0.0
     log_p, log_q = math.log(p), math.log1p(-p)
+    np = _numpy_or_none() if k >= BINOMIAL_TERMS_FOR_NUMPY else None
+    if np is not None:  # the same float operations on arrays; math.exp kept (numpy's exp may differ by an ulp)
+        coefficients, below, above = _log_binomials(n, k)
+        shifted = coefficients + below * log_p + above * log_q
+        top = float(shifted.max())
+        shifted -= top
+        # exp of less than -1000 is 0.0, which adds nothing to the fsum (the top term is 1.0)
+        return min(1.0, math.exp(top) * math.fsum(map(math.exp, shifted[shifted >= -1000.0].tolist())))
     logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
             for i in range(k + 1)]
     top = max(logs)
     return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
+
+
+#: Terms (k + 1) from which :func:`binomial_cdf` works on numpy arrays: the exact interval of a paired share bisects
+#: 2 x 80 times over as many terms as discordant pairs (31,000 of them took 1.3 s in the Python loop).
+BINOMIAL_TERMS_FOR_NUMPY = 2000
+
+
+def _numpy_or_none() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+@functools.lru_cache(maxsize=2)  # the lower bound's (n, k), then the upper's: at most ~5 MB for 100,000 pairs
+def _log_binomials(n: int, k: int) -> tuple[Any, Any, Any]:
+    """log C(n, i) as :func:`binomial_cdf` computes it (the same lgamma differences), i and n - i, for i = 0..k, as
+    numpy arrays: the bisection of one interval asks for the same (n, k) 80 times."""
+    import numpy as np
+
+    coefficients = np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)])
+    below = np.arange(k + 1, dtype=np.float64)  # exact below 2**53, as Python converts i in i * log_p
+    return coefficients, below, float(n) - below
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float] | None:
@@ -170,30 +202,25 @@ def _choices(data: tuple[float, ...], seed: int, resamples: int) -> Iterator[lis
 
 def _resampled_sums(data: tuple[float, ...], seed: int, resamples: int) -> list[float] | None:
     """The means of :func:`_choices`' resamples, bit for bit, without a Python loop per draw (10 intervals x 1,000
-    resamples of a 1,000-case run took ~1.3 s that way); None when numpy is missing (or for unusual data).
+    resamples of a 1,000-case run took ~1.3 s that way); None when numpy is missing (or not worth importing).
 
     Why it is the same: ``choices`` draws ``data[floor(random() * n)]``, one ``random()`` per pick; numpy's
     legacy ``RandomState`` is the same Mersenne Twister with the same 53-bit doubles, given this generator's
     state, so the picks are the same. ``fsum`` returns the correctly rounded exact sum of what it is given; here
     it is given, per resample, each distinct value's count times the value's two 26-bit halves (Veltkamp's
-    split): products that are exact, so their exact sum is the resample's, and ``fsum`` rounds it the same."""
+    split): products that are exact, so their exact sum is the resample's, and ``fsum`` rounds it the same. Many
+    distinct values, or unusual ones: :func:`_resampled_sums_by_parts`."""
     n = len(data)
+    np = _numpy_for(n * resamples)
+    if np is None:
+        return None  # no numpy, or a small run (see _numpy_for)
     distinct = sorted(set(data))
     if (len(distinct) > MAX_DISTINCT_EXACT or n >= 2**26
             or not all(v == 0 or 2.0**-900 < abs(v) < 2.0**900 for v in distinct)
             or any(v == 0 and math.copysign(1.0, v) < 0 for v in data)):
-        return None  # NaN and infinities fail the range test too; a -0.0 keeps fsum's sign rules
-    global _plain_draws
-    if "numpy" not in sys.modules and _plain_draws + n * resamples < NUMPY_WORTH_IMPORTING:
-        _plain_draws += n * resamples
-        return None  # a small run: importing numpy (~0.1 s) would cost more than it saves
-    try:
-        import numpy as np
-    except ImportError:
-        return None
-    _, internal, _ = random.Random(seed).getstate()
-    generator = np.random.RandomState()
-    generator.set_state(("MT19937", np.array(internal[:-1], dtype=np.uint32), int(internal[-1]), 0, 0.0))
+        # NaN and infinities fail the range test too; a -0.0 keeps fsum's sign rules
+        return _resampled_sums_by_parts(np, data, seed, resamples)
+    generator = _legacy_generator(np, seed)
     values = np.array(distinct, dtype=np.float64)
     index = np.searchsorted(values, np.asarray(data, dtype=np.float64)).astype(np.intp)
     scaled = values * 134217729.0  # 2**27 + 1
@@ -219,7 +246,7 @@ def _resampled_sums(data: tuple[float, ...], seed: int, resamples: int) -> list[
 DRAWS_AT_ONCE = 1 << 20
 
 
-#: Distinct values up to which a bootstrap sums resamples by counting (beyond: the plain loop).
+#: Distinct values up to which a bootstrap sums resamples by counting (beyond: :func:`_resampled_sums_by_parts`).
 MAX_DISTINCT_EXACT = 512
 
 #: Draws (cases x resamples) from which the fast path imports numpy (the plain loop takes ~0.13 us a draw), counting
@@ -229,6 +256,87 @@ NUMPY_WORTH_IMPORTING = 400_000
 
 #: Draws made by the plain loop so far in this process (see :data:`NUMPY_WORTH_IMPORTING`).
 _plain_draws = 0
+
+#: At most this many parts per value in :func:`_exact_parts` (beyond: values spread over too many binades, each
+#: resample is summed by ``fsum`` on its own row).
+MAX_PARTS = 8
+
+
+def _numpy_for(draws: int) -> Any:
+    """numpy, to make ``draws`` more random draws; None without numpy, or while the plain loops' draws so far in this
+    process (``draws`` counted in) stay under :data:`NUMPY_WORTH_IMPORTING` and numpy is not imported yet."""
+    global _plain_draws
+    if "numpy" not in sys.modules and _plain_draws + draws < NUMPY_WORTH_IMPORTING:
+        _plain_draws += draws
+        return None  # a small run: importing numpy (~0.1 s) would cost more than it saves
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def _legacy_generator(np: Any, seed: int) -> Any:
+    """numpy's legacy ``RandomState`` in the state of ``random.Random(seed)``: the same Mersenne Twister, whose
+    ``random_sample`` gives the same 53-bit doubles, in the same order, as that generator's ``random()``."""
+    _, internal, _ = random.Random(seed).getstate()
+    generator = np.random.RandomState()
+    generator.set_state(("MT19937", np.array(internal[:-1], dtype=np.uint32), int(internal[-1]), 0, 0.0))
+    return generator
+
+
+def _exact_parts(np: Any, values: Any, terms: int) -> Any:
+    """``values`` (a float64 array) cut into parts, an array of shape (len(values), L): row i sums exactly to
+    values[i], and column j holds multiples of one power of two 2**u_j under 2**(u_j + w) in size, w = 51 - bits of
+    ``terms``; so any sum of up to ``terms`` of a column's entries, signed or not, is an integer times 2**u_j under
+    2**52 times it: exact in floating point, whatever the order of the additions (numpy's pairwise sums, BLAS). The
+    ``fsum`` of a resample's L column sums is then the ``fsum`` of the resample itself, bit for bit (both are the
+    correctly rounded exact sum). None for NaN, infinities or -0.0 (fsum's own rules), for values beyond 2**+-500 or
+    spread over more than :data:`MAX_PARTS` parts."""
+    if values.size == 0 or not np.isfinite(values).all() or np.signbit(values[values == 0]).any():
+        return None
+    _, exponents = np.frexp(values[values != 0])  # |v| < 2**e, and v is a multiple of 2**(e - 53)
+    if exponents.size == 0:
+        return np.zeros((values.size, 1))
+    top, bottom = int(exponents.max()), int(exponents.min()) - 53
+    width = 51 - terms.bit_length()
+    if top > 500 or bottom < -900 or width < 8:
+        return None
+    count = -(-(top - bottom) // width)
+    if count > MAX_PARTS:
+        return None
+    parts, rest = [], values
+    for j in range(1, count):
+        unit = top - width * j  # >= bottom: 2.0**unit and 2.0**-unit are normal numbers, the products exact
+        part = np.trunc(rest * 2.0**-unit) * 2.0**unit + 0.0  # an integer under 2**width in size, times 2**unit
+        parts.append(part)  # (+ 0.0: no -0.0)
+        rest = rest - part  # exact: the bits of rest below 2**unit (truncation: of the same sign)
+    parts.append(rest)  # a multiple of 2**bottom under 2**(top - width * (count - 1)) <= 2**(bottom + width)
+    return np.stack(parts, axis=1)
+
+
+def _resampled_sums_by_parts(np: Any, data: tuple[float, ...], seed: int, resamples: int) -> list[float]:
+    """The means of :func:`_choices`' resamples, bit for bit, for data with many distinct values (20,000 distinct
+    values x 1,000 resamples took ~15 s in the plain loop): the same picks as ``choices`` (see
+    :func:`_resampled_sums`), each resample summed exactly by the columns of :func:`_exact_parts`, then ``fsum``;
+    data the parts refuse (NaN, infinities, -0.0, extreme ranges): ``fsum`` of each resample's row, the same list of
+    floats in the same order as the plain loop's, so the same result (or error)."""
+    n = len(data)
+    generator = _legacy_generator(np, seed)
+    array = np.array(data, dtype=np.float64)
+    parts = _exact_parts(np, array, n) if n < 2**26 else None
+    columns = [] if parts is None else [np.ascontiguousarray(parts[:, j]) for j in range(parts.shape[1])]
+    rows = max(1, DRAWS_AT_ONCE // n)
+    means: list[float] = []
+    for start in range(0, resamples, rows):
+        block = min(rows, resamples - start)
+        picks = (generator.random_sample(n * block) * float(n)).astype(np.intp).reshape(block, n)
+        if parts is None:
+            means.extend(math.fsum(row) / n for row in array[picks].tolist())
+            continue
+        sums = np.stack([np.take(column, picks).sum(axis=1) for column in columns], axis=1)
+        means.extend(math.fsum(row) / n for row in sums.tolist())
+    return means
 
 
 def sign_flip(differences: Sequence[float], *, seed: int = SEED, resamples: int = RESAMPLES) -> float:
@@ -254,28 +362,70 @@ def sign_flip(differences: Sequence[float], *, seed: int = SEED, resamples: int 
             if abs(math.fsum(s * d for s, d in zip(signs, nonzero))) >= observed - tolerance:
                 hits += 1
         return hits / total
-    exact = _flips_by_size(nonzero, observed - tolerance, budget=resamples * len(nonzero) // FLIP_STEP_COST)
+    np = _numpy_for(len(nonzero) * resamples)
+    exact = _flips_by_size(nonzero, observed - tolerance, budget=resamples * len(nonzero) // FLIP_STEP_COST, np=np)
     if exact is not None:
         return exact
     nonzero.sort()
+    if np is None:
+        hits = _flip_hits_plain(nonzero, observed - tolerance, seed, resamples)
+    else:
+        hits = _flip_hits_numpy(np, nonzero, observed - tolerance, seed, resamples)
+    return (hits + 1) / (resamples + 1)
+
+
+def _flip_hits_plain(nonzero: list[float], reach: float, seed: int, resamples: int) -> int:
+    """How many of ``resamples`` random sign flips of ``nonzero`` (in this order) have an ``fsum`` of size at least
+    ``reach``: flip i keeps each difference when the next ``random.Random(seed).random()`` is under 0.5."""
     rng = random.Random(seed)
     hits = 0
     for _ in range(resamples):
         flipped = math.fsum(d if rng.random() < 0.5 else -d for d in nonzero)
-        if abs(flipped) >= observed - tolerance:
+        if abs(flipped) >= reach:
             hits += 1
-    return (hits + 1) / (resamples + 1)
+    return hits
 
 
-def _flips_by_size(nonzero: list[float], reach: float, *, budget: int) -> float | None:
+def _flip_hits_numpy(np: Any, nonzero: list[float], reach: float, seed: int, resamples: int) -> int:
+    """:func:`_flip_hits_plain`'s count, the same for every input, without a Python step per draw (20,000
+    differences x 1,000 flips took 1.6-18 s): the same draws from numpy's legacy generator
+    (:func:`_legacy_generator`), each flip's sum exact by the columns of :func:`_exact_parts` (signs times each
+    column, summed), its ``fsum`` the flip's ``fsum``; for differences the parts refuse, ``fsum`` of each flip's
+    row, the same floats in the same order as the plain loop's."""
+    n = len(nonzero)
+    generator = _legacy_generator(np, seed)
+    values = np.array(nonzero, dtype=np.float64)
+    parts = _exact_parts(np, values, n) if n < 2**26 else None
+    columns = [] if parts is None else [np.ascontiguousarray(parts[:, j]) for j in range(parts.shape[1])]
+    rows = max(1, DRAWS_AT_ONCE // n)
+    hits = 0
+    for start in range(0, resamples, rows):
+        block = min(rows, resamples - start)
+        draws = generator.random_sample(n * block).reshape(block, n)
+        if parts is None:
+            flips = np.where(draws < 0.5, values, -values).tolist()
+        else:
+            signs = np.less(draws, 0.5, out=draws)  # 1.0 where the difference keeps its sign, else 0.0
+            signs *= 2.0
+            signs -= 1.0  # +1.0 or -1.0
+            # The flip's sum of each column: +-parts, exact, and so are their sums (numpy's own, no BLAS threads)
+            flips = np.stack([np.multiply(signs, column).sum(axis=1) for column in columns], axis=1).tolist()
+        hits += sum(1 for row in flips if abs(math.fsum(row)) >= reach)
+    return hits
+
+
+def _flips_by_size(nonzero: list[float], reach: float, *, budget: int, np: Any = None) -> float | None:
     """The exact sign-flip p-value, counting patterns by size instead of enumerating 2^n of them: of the n
     differences of size a, k flipped positive add a (2k - n) to the sum, in C(n, k) patterns; the distribution of
     the sum is built size by size. None when that takes more than ``budget`` steps (many distinct sizes): the
-    caller's Monte Carlo is then the cheaper estimate."""
+    caller's Monte Carlo is then the cheaper estimate. Given numpy, :func:`_flip_steps_exceed` first tells whether
+    the budget will run out, without spending it in Python (20,000 distinct sizes: ~1.8 s, for None)."""
     sizes = Counter(abs(d) for d in nonzero)
     if len(sizes) == 1:  # one size (0/1 scores): the binomial sign test, which is the exact McNemar test
         worse = sum(1 for d in nonzero if d < 0)
         return mcnemar_exact(worse, len(nonzero) - worse)
+    if np is not None and _flip_steps_exceed(np, sorted(sizes.items()), budget):
+        return None
     sums: dict[float, int] = {0.0: 1}
     steps_taken = 0
     for size, count in sorted(sizes.items()):
@@ -289,6 +439,26 @@ def _flips_by_size(nonzero: list[float], reach: float, *, budget: int) -> float 
                 grown[total + move] = grown.get(total + move, 0) + patterns * ways
         sums = grown
     return sum(patterns for total, patterns in sums.items() if abs(total) >= reach) / (1 << len(nonzero))
+
+
+def _flip_steps_exceed(np: Any, sizes: list[tuple[float, int]], budget: int) -> bool:
+    """Whether :func:`_flips_by_size`'s loop over these (size, count) pairs, ascending, runs past ``budget`` steps:
+    the same loop on the sums alone (the same float additions, equal sums merged as dict keys merge them), in numpy,
+    without the pattern counts. False (the loop will tell) for sizes numpy could not follow: not finite, or so large
+    that the sums overflow (the builtin sum: inf where fsum would raise)."""
+    if not all(math.isfinite(size) for size, _ in sizes) or sum(s * c for s, c in sizes) >= 2.0**1000:
+        return False
+    sums = np.zeros(1)
+    steps_taken = 0
+    for size, count in sizes:
+        steps_taken += sums.size * (count + 1)
+        if steps_taken > budget:
+            return True
+        moves = size * np.arange(-count, count + 1, 2, dtype=np.float64)  # size * (2k - count), k = 0..count
+        grown = (moves[:, None] + sums[None, :]).ravel()  # count + 1 ascending runs
+        grown.sort(kind="stable")  # a merge of the runs
+        sums = grown[np.concatenate(([True], grown[1:] != grown[:-1]))]
+    return False
 
 
 def _binomial_row(n: int, last: int | None = None) -> list[int]:

@@ -331,10 +331,19 @@ def test_the_bootstrap_interval_is_unchanged_with_or_without_the_fast_path(monke
 
 
 @pytest.mark.parametrize("data", [(0.0, -0.0, 1.0), (1.0, float("nan")), (1.0, float("inf")), (1e-300, 1.0)])
-def test_data_the_fast_bootstrap_cannot_sum_exactly_takes_the_plain_loop(data):
+def test_data_the_fast_bootstrap_cannot_count_gives_the_plain_loops_means(data):
+    # Not summed by counting: each resample's row summed by fsum (stats._resampled_sums_by_parts), the same means
+    # as the plain loop's (repr: -0.0 and NaN compared too).
+    import math
+    import random
+
+    pytest.importorskip("numpy")  # imported: the numpy path is taken however few the draws
     from pytest_sqleval import stats
 
-    assert stats._resampled_sums(data, stats.SEED, 10) is None
+    means = stats._resampled_sums(data, stats.SEED, 10)
+    rng = random.Random(stats.SEED)
+    plain = [math.fsum(rng.choices(data, k=len(data))) / len(data) for _ in range(10)]
+    assert means is not None and list(map(repr, means)) == list(map(repr, plain))
 
 
 # --------------------------------------------------------------------------- gold and prediction sent ahead
