@@ -67,6 +67,7 @@ from sqlglot import exp
 from ...schema import Schema
 from ...sql.limits import WorkBudget
 from .parsing import parse_statement
+from .spider_tail import BARE_ORDER_BY, LIMIT_WITHOUT_VALUE
 from .spider_text import (
     _tokens,
     alias_written_with_as,
@@ -300,6 +301,9 @@ class _Reader:
         sql["having"] = self._read_clause_condition(args.get("having"), tables)
         sql["orderBy"] = self._read_order_by(args.get("order"), tables)
         sql["limit"] = 1 if args.get("limit") is not None else None
+        limit = args.get("limit")
+        if limit is not None and str(limit.args.get("expression")).lower() == LIMIT_WITHOUT_VALUE:
+            self.outside("limit_without_value")  # ``LIMIT`` at the very end: the official reads past the end
         return sql
 
     def _check_select_args(self, args: dict[str, Any], final: bool) -> None:
@@ -666,6 +670,8 @@ class _Reader:
     def _read_order_by(self, order: exp.Order | None, tables: list[str]) -> tuple[Any, ...] | list[Any]:
         if order is None:
             return []
+        if [str(ordered.this).lower() for ordered in order.expressions] == [BARE_ORDER_BY]:
+            return ("asc", [])  # a bare ``ORDER BY``: the official reads it as no items (spider_tail)
         direction = "asc"
         units = []
         for ordered in order.expressions:

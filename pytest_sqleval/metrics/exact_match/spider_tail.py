@@ -91,6 +91,12 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
             return _junk_at(sql, tokens, i, depth, state, last, "comment")
         if kind == TokenType.COLLATE:
             return _collate_at(sql, tokens, i, depth, state, last, dialect)
+        if kind == TokenType.COMMA and (i + 1 == len(tokens) or tokens[i + 1].token_type in _ITEM_STOPS):
+            # ``count(*, )``, ``FROM t, )``: what follows is read as the next item, and fails (the commas the item
+            # loops of SELECT, GROUP BY and ORDER BY skip are gone: fill_bare_clauses)
+            return OfficialReading(None, "trailing_comma")
+        if kind in (TokenType.ORDER_BY, TokenType.LIMIT) and depth and _in_function(tokens, i):
+            return OfficialReading(None, "clause_in_function")  # ``count(* ORDER BY 1)``: read as an argument
         if kind == TokenType.NOT and last is not None and last.token_type in _CONDITION_STARTS:
             return OfficialReading(None, "not_before_operand")
         if depth == 0 and (kind == TokenType.SEMICOLON or kind == TokenType.R_PAREN):
@@ -102,6 +108,91 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
     if _gap(sql, tokens[-1].end + 1, len(sql)):
         return _junk_at(sql, tokens, len(tokens), depth, state, last, "comment", at_end=True)
     return OfficialReading(sql)
+
+
+#: The ORDER BY item a bare ``ORDER BY`` is read with (:func:`fill_bare_clauses`); the reader reads it as none.
+BARE_ORDER_BY = "__sqleval_bare_order_by__"
+#: The LIMIT value of a ``LIMIT`` at the very end (:func:`fill_bare_clauses`): the reader fails if it reads it.
+LIMIT_WITHOUT_VALUE = "__sqleval_limit_without_value__"
+#: Where the official SELECT/GROUP BY/ORDER BY item loops stop (its clause keywords, ``)``, ``;``).
+_ITEM_STOPS = frozenset({TokenType.SELECT, TokenType.FROM, TokenType.WHERE, TokenType.GROUP_BY,
+                         TokenType.ORDER_BY, TokenType.LIMIT, TokenType.UNION, TokenType.INTERSECT,
+                         TokenType.EXCEPT, TokenType.R_PAREN, TokenType.SEMICOLON})
+#: Clauses after which a ``HAVING`` at the end is never read (ORDER BY items, a LIMIT's value).
+_HAVING_IGNORED_AFTER = frozenset({"order", "limit"})
+
+
+def fill_bare_clauses(sql: str, dialect: str) -> str:
+    """The text, before :func:`official_reading`, with the clauses the official parser reads with nothing in them
+    (or never reaches) made readable for sqlglot (which rejects them all):
+
+    * ``ORDER BY`` followed by nothing, ``)``, ``;`` or a clause keyword is an ORDER BY of no items
+      (``("asc", [])``, which counts as an ORDER BY): the :data:`BARE_ORDER_BY` item is added, read as none;
+    * ``GROUP BY`` there is no GROUP BY: dropped;
+    * a ``WHERE`` at the very end is a condition of no units, or never read (after another clause): dropped;
+      before ``;`` it fails (``;`` is read as a column) unless never read; a ``HAVING`` at the end after GROUP BY
+      items, ORDER BY items, a LIMIT's value or a condition's column value: dropped (none, never read, or passed
+      over by the value scanner);
+    * a ``LIMIT`` followed by ``;`` or an unmatched ``)`` reads that token as its value: ``LIMIT 1``; at the very
+      end it fails when it is read (:data:`LIMIT_WITHOUT_VALUE`, for the reader: it may never be read);
+    * a ``,`` that ends SELECT, GROUP BY or ORDER BY items before a clause keyword (``ORDER BY a, LIMIT 1``), or
+      the GROUP BY/ORDER BY items before ``)``, ``;`` or the end, is skipped by the item loop: dropped.
+
+    A comment right after the keyword is read as a word, and fails: not bare."""
+    tokens, text = _tokens_and_text(sql, dialect)
+    if not tokens or text is not sql:
+        return sql
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in text order
+    walk = list(_clause_walk(tokens))
+    inner = _clauses_in_parentheses(tokens)
+    for i, token in enumerate(tokens):
+        kind = token.token_type
+        following = tokens[i + 1] if i + 1 < len(tokens) else None
+        if _gap(sql, token.end + 1, following.start if following is not None else len(sql)):
+            continue  # a comment's words are read: the official parser fails on them (or they are junk)
+        previous = tokens[i - 1] if i else None
+        if previous is None or previous.token_type in _DANGLING or previous.token_type == TokenType.LIMIT:
+            continue  # ``LIMIT WHERE``: the word is the LIMIT's value
+        ends = following is None or following.token_type in _ITEM_STOPS
+        at_end = following is None or (following.token_type == TokenType.SEMICOLON and walk[i][0] == 0)
+        state = walk[i - 1][1] if walk[i - 1][0] == 0 else inner[i]
+        if state is None:
+            continue  # inside a function's parentheses (``count(* ORDER BY)``): no clause of a query
+        if kind == TokenType.ORDER_BY and ends:
+            edits.append((token.end + 1, token.end + 1, f" {BARE_ORDER_BY}"))
+        elif kind == TokenType.GROUP_BY and ends:
+            edits.append((token.start, token.end + 1, ""))
+        elif kind == TokenType.WHERE and at_end and walk[i][0] == 0 and (following is None
+                                                                        or state not in ("from", "on")):
+            edits.append((token.start, token.end + 1, ""))
+        elif kind == TokenType.HAVING and at_end and walk[i][0] == 0 and (
+                (state == "group" and previous.token_type != TokenType.GROUP_BY) or state in _HAVING_IGNORED_AFTER
+                or (state in ("where", "having", "on") and _column_value_last(tokens, i))):
+            edits.append((token.start, token.end + 1, ""))
+        elif kind == TokenType.LIMIT and walk[i][0] == 0 and following is None:
+            edits.append((token.end + 1, token.end + 1, f" {LIMIT_WITHOUT_VALUE}"))
+        elif kind == TokenType.LIMIT and walk[i][0] == 0 and following is not None and following.token_type in (
+                TokenType.SEMICOLON, TokenType.R_PAREN):
+            edits.append((token.end + 1, token.end + 1, " 1"))
+        elif kind == TokenType.LIMIT and following is not None and following.token_type == TokenType.SEMICOLON:
+            edits.append((token.end + 1, following.end + 1, " 1"))  # in a subquery: ``LIMIT ; )`` is ``LIMIT 1)``
+        elif kind == TokenType.COMMA and state in ("select", "group", "order") and (
+                following is None or following.token_type in _ITEM_STOPS) and (
+                state != "select" or (following is not None and following.token_type not in (
+                    TokenType.R_PAREN, TokenType.SEMICOLON))):
+            edits.append((token.start, token.end + 1, ""))
+    pieces, kept = [], 0
+    for start, end, replacement in edits:
+        pieces += [sql[kept:start], replacement]
+        kept = end
+    return "".join([*pieces, sql[kept:]])
+
+
+#: The official reading order of the clauses (keywords and the states of :func:`_clause_walk`).
+_CLAUSE_RANK: dict[object, int] = {
+    "select": 0, "from": 0, "on": 0, "where": 1, "group": 2, "having": 3, "order": 4, "limit": 5,
+    TokenType.WHERE: 1, TokenType.GROUP_BY: 2, TokenType.HAVING: 3, TokenType.ORDER_BY: 4, TokenType.LIMIT: 5,
+}
 
 
 def junk_free_prefix(sql: str, dialect: str, *, max_cut: int = 8) -> str | None:
@@ -117,6 +208,8 @@ def junk_free_prefix(sql: str, dialect: str, *, max_cut: int = 8) -> str | None:
         if not limit_value and not _word_boundary(text, tokens[cut - 1], tokens[cut]):
             continue  # one word to NLTK (``d.y.0``): the official parser reads it whole, and fails
         depth, state = walk[cut - 1]
+        if _CLAUSE_RANK.get(tokens[cut].token_type, 0) > _CLAUSE_RANK.get(state or "", 6):
+            continue  # not junk: the clause the official parser reads next (``GROUP BY a ORDER BY -- c`` fails)
         reading = _junk_at(text, tokens, cut, depth, state, tokens[cut - 1], "junk", at_end=True)
         if reading.text is None:
             continue
@@ -143,11 +236,13 @@ def _junk_at(sql: str, tokens: list[Token], index: int, depth: int, state: str |
         return OfficialReading(None, what)
     if state == "limit" and last.token_type != TokenType.NUMBER:
         return OfficialReading(None, what)
+    if last.token_type in (TokenType.ORDER_BY, TokenType.GROUP_BY) and _clause_read(tokens, index - 1):
+        return OfficialReading(None, what)  # right after GROUP BY/ORDER BY read: its first word is an item, fails
     if state == "block" and last.token_type != TokenType.R_PAREN:
         return OfficialReading(None, what)  # the junk starts right after the block's ")"
     start = tokens[index].start if index < len(tokens) else len(sql)
     junk_start = tokens[index - 1].end + 1
-    if state == "order" and last.token_type not in (TokenType.ASC, TokenType.DESC):
+    if state == "order" and last.token_type not in (TokenType.ASC, TokenType.DESC) and _order_by_read(tokens, index):
         if sql[junk_start:start].lstrip().startswith("/") or (
                 index < len(tokens) and tokens[index].token_type in (TokenType.SLASH, TokenType.STAR,
                                                                      TokenType.PLUS, TokenType.DASH)):
@@ -159,13 +254,97 @@ def _collate_at(sql: str, tokens: list[Token], index: int, depth: int, state: st
                 dialect: str) -> OfficialReading:
     """``COLLATE x`` at ``tokens[index]``: a word the official parser does not know. After a condition's column value
     (``ON a = b COLLATE NOCASE``) its value scanner passes over it to the next stop word and the query reads on;
-    anywhere else it is junk (``ORDER BY name COLLATE NOCASE`` reads ``ORDER BY name`` and ignores the rest)."""
-    if depth == 0 and state in ("where", "having", "on") and _column_value_last(tokens, index):
+    anywhere else it is junk (``ORDER BY name COLLATE NOCASE`` reads ``ORDER BY name`` and ignores the rest).
+    The same in a subquery (``IN (SELECT a FROM t WHERE b = c COLLATE NOCASE)``: the scanner stops at ``)``)."""
+    here = state if depth == 0 else _clause_in_parentheses(tokens, index)
+    if here in ("where", "having", "on") and _column_value_last(tokens, index):
         stop = next((j for j in range(index + 1, len(tokens))
                      if tokens[j].text.lower().split()[0] in _SCANNER_STOPS), None)
         end = tokens[stop].start if stop is not None else len(sql)
         return official_reading(sql[:tokens[index].start] + sql[end:], dialect)
+    if here in ("where", "having", "on") and index + 1 < len(tokens) and _in_scanned_value(tokens, index):
+        # ``ON a = b OR c COLLATE RTRIM = d``: inside the text the scanner of ``b`` passes over, to the next stop
+        return official_reading(sql[:tokens[index].start] + sql[tokens[index + 1].end + 1:], dialect)
     return _junk_at(sql, tokens, index, depth, state, last, "collate", at_end=True)
+
+
+def _in_function(tokens: list[Token], index: int) -> bool:
+    """Whether ``tokens[index]`` is directly inside the parentheses of a function call (``count(* ORDER BY a)``,
+    which sqlglot reads; not a window's ``OVER (ORDER BY a)``, outside the grammar by its own name)."""
+    depth = 0
+    for j in range(index - 1, 0, -1):
+        kind = tokens[j].token_type
+        if kind == TokenType.R_PAREN:
+            depth += 1
+        elif kind == TokenType.L_PAREN:
+            if depth == 0:
+                return tokens[j - 1].token_type == TokenType.VAR  # a function's name
+            depth -= 1
+    return False
+
+
+def _clause_read(tokens: list[Token], index: int) -> bool:
+    """Whether the official parser reads the clause keyword ``tokens[index]`` (it comes after the clauses before it
+    in the order WHERE, GROUP BY, HAVING, ORDER BY, LIMIT; not after a LIMIT or a parenthesised block)."""
+    before = _clause_in_parentheses(tokens, index)
+    return _CLAUSE_RANK.get(tokens[index].token_type, 0) > _CLAUSE_RANK.get(before or "", 6)
+
+
+def _order_by_read(tokens: list[Token], index: int) -> bool:
+    """Whether the ORDER BY whose items end before ``tokens[index]`` (at the top) is read."""
+    depth = 0
+    for j in range(index - 1, -1, -1):
+        kind = tokens[j].token_type
+        depth += 1 if kind == TokenType.R_PAREN else -1 if kind == TokenType.L_PAREN else 0
+        if depth == 0 and kind == TokenType.ORDER_BY:
+            return _clause_read(tokens, j)
+    return True
+
+
+def _clause_in_parentheses(tokens: list[Token], index: int) -> str | None:
+    """The clause ``tokens[index]`` is in, within the parentheses around it (None: no clause keyword there)."""
+    depth = 0
+    for j in range(index - 1, -1, -1):
+        kind = tokens[j].token_type
+        if kind == TokenType.R_PAREN:
+            depth += 1
+        elif kind == TokenType.L_PAREN:
+            if depth == 0:
+                return None
+            depth -= 1
+        elif depth == 0 and kind in _CLAUSES:
+            return _CLAUSES[kind]
+    return None
+
+
+def _clauses_in_parentheses(tokens: list[Token]) -> list[str | None]:
+    """:func:`_clause_in_parentheses` of every token, in one pass."""
+    levels: list[str | None] = [None]
+    states: list[str | None] = []
+    for token in tokens:
+        kind = token.token_type
+        states.append(levels[-1])
+        if kind == TokenType.L_PAREN:
+            levels.append(None)
+        elif kind == TokenType.R_PAREN:
+            if len(levels) > 1:
+                levels.pop()
+        elif kind in _CLAUSES:
+            levels[-1] = _CLAUSES[kind]
+    return states
+
+
+def _in_scanned_value(tokens: list[Token], index: int) -> bool:
+    """Whether ``tokens[index]`` lies in the text the official value scanner passes over: after the last stop word
+    (or ``(``) before it, the first comparison has a column as its value."""
+    start = index - 1
+    while start >= 0 and tokens[start].token_type != TokenType.L_PAREN \
+            and tokens[start].text.lower().split()[0] not in _SCANNER_STOPS:
+        start -= 1
+    for j in range(start + 1, index - 1):
+        if tokens[j].token_type in _COMPARISONS:
+            return tokens[j + 1].token_type == TokenType.VAR
+    return False
 
 
 def _clause_walk(tokens: list[Token]) -> Iterator[tuple[int, str | None]]:
