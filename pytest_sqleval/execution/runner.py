@@ -24,7 +24,7 @@ import functools
 
 from ..errors import QueryError
 from ..results import QueryResult
-from ..sql.guard import MAX_SQL_LENGTH, check_prediction, starts_with_unknown_word
+from ..sql.guard import MAX_SQL_LENGTH, NestedTooDeeply, check_prediction, starts_with_unknown_word
 from .backends import active_backends, backend_for, target_of
 from .backends.base import Limits, first_line
 
@@ -158,7 +158,7 @@ def _guard(sql: str, dialect: str, allow_functions: frozenset[str], engine_diale
         if engine_dialect is not None and _reads_differently(engine_dialect, dialect):
             check_prediction(sql, engine_dialect, allow_functions=allow_functions)
     except QueryError as exc:
-        if exc.kind != "rejected" or len(sql) > MAX_SQL_LENGTH or "nested too deeply" in exc.message \
+        if exc.kind != "rejected" or len(sql) > MAX_SQL_LENGTH or isinstance(exc, NestedTooDeeply) \
                 or not starts_with_unknown_word(sql, engine_dialect or dialect):
             raise
         # sqlglot reads some typos as another statement (`SELEC name`: a column SELEC aliased name): the engine's

@@ -14,8 +14,8 @@ Three limits hold whatever the query does:
   runs inside the same budget.
 - **memory**: the query process caps its data memory (``RLIMIT_DATA``) at its
   size after start-up plus ``max_memory`` (default 2 GiB); DuckDB's
-  ``memory_limit`` is half of that, with two threads and no spilling. Going over
-  is a miss of kind ``memory``.
+  ``memory_limit`` is half of that, with one thread, no I/O threads and no
+  spilling. Going over is a miss of kind ``memory``.
 - **survival**: a crash of the query process (a driver bug, the kernel's OOM
   killer) is that one query's error; the next query starts a fresh process.
 

@@ -83,10 +83,28 @@ class Worker:
         self.engines: dict[Any, Any] = {}
 
     def engine(self, target: tuple, max_memory: int | None):
+        from ..errors import DatabaseError
+
         key = (target, max_memory)
         if key not in self.engines:
-            self.engines[key] = open_target(target, max_memory=max_memory)
+            try:
+                self.engines[key] = open_target(target, max_memory=max_memory)
+            except DatabaseError:
+                if not self.engines:
+                    raise
+                # The databases opened for earlier queries share this process's memory cap (DuckDB keeps a buffer
+                # pool per database): close them and try once more before calling the cap too small.
+                self.close_engines()
+                self.engines[key] = open_target(target, max_memory=max_memory)
         return self.engines[key]
+
+    def close_engines(self) -> None:
+        engines, self.engines = self.engines, {}
+        for engine in engines.values():
+            try:
+                engine.dispose()
+            except Exception:  # noqa: BLE001 - closing is best effort: the memory goes with the process anyway
+                pass
 
     def handle(self, request: dict[str, Any]) -> tuple:
         from ..errors import DatabaseError, QueryError

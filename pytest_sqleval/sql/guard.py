@@ -43,6 +43,16 @@ from . import allowed_functions as allowlist
 #: Longest prediction the guard accepts (characters).
 MAX_SQL_LENGTH = 200_000
 
+
+class NestedTooDeeply(QueryError):
+    """The guard's refusal of a query sqlglot cannot read within Python's recursion limit (kind ``rejected``): its
+    type, not its text, tells it apart (the runner then asks no engine parser about the text)."""
+
+
+def _nested_too_deeply() -> NestedTooDeeply:
+    return NestedTooDeeply("rejected", "the query is nested too deeply to check")
+
+
 _QUERY_ROOTS: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)
 
 
@@ -126,7 +136,7 @@ def _parse(sql: str, dialect: str) -> tuple[list[Token], list[exp.Expression]]:
         tokens = reader.tokenize(sql)
         statements = reader.parser().parse(tokens, sql)
     except RecursionError:
-        raise QueryError("rejected", "the query is nested too deeply to check") from None
+        raise _nested_too_deeply() from None
     except SqlglotError as exc:
         keyword = _leading_keyword(sql, dialect)
         if keyword is not None:
@@ -190,7 +200,7 @@ def _check_tree(tree: exp.Expression) -> list[exp.Expression]:
     try:
         nodes = list(tree.walk())
     except RecursionError:
-        raise QueryError("rejected", "the query is nested too deeply to check") from None
+        raise _nested_too_deeply() from None
     for node in nodes:
         if isinstance(node, FORBIDDEN_NODES):
             raise QueryError("rejected", f"contains {_describe(node)}, which is not allowed in a read-only query")

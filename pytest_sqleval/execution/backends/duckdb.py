@@ -4,6 +4,7 @@ their single-row inserts merged (:mod:`.insert_merge`)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from pathlib import Path
@@ -26,7 +27,7 @@ from .base import (
     timeout_message,
 )
 from .connect import require_module
-from .setup_scripts import build_file_once, failing_statement, run_setup_scripts
+from .setup_scripts import build_file_once, failing_statement, read_script, run_setup_scripts
 
 #: DuckDB threads for one query. One: with more, DuckDB's parallel hash aggregation returns the rows of a GROUP BY or
 #: DISTINCT without ORDER BY in an order that changes from run to run, so the same query run twice (gold and an
@@ -172,13 +173,35 @@ def _one_query(conn: Any, sql: str) -> Any:
 
 def duckdb_limits(max_memory: int | None) -> dict[str, Any]:
     """DuckDB's own caps in the query process: its buffer manager gets half of the process's cap, no spilling
-    to disk."""
+    to disk, and no I/O threads.
+
+    DuckDB (1.3 and later) starts ``async_threads`` I/O threads per database it opens (8, whatever ``threads`` is),
+    and each thread's stack (8 MiB, reserved writable) counts in the process's ``RLIMIT_DATA`` though it is
+    barely touched: a query process that had opened three DuckDB files under a 256 MiB cap had ~200 MiB of it
+    in idle stacks, and the next file (or a PIVOT gold on it) failed with DuckDB's "Allocation failure". With
+    ``async_threads = 0`` DuckDB does its I/O on the query's own thread, and opening a file costs no stacks.
+    """
     if not max_memory:
         return {}
-    return {"extra_config": {
+    config: dict[str, Any] = {
         "memory_limit": f"{max(64, max_memory // 2 // 2**20)}MiB",
         "max_temp_directory_size": "0KiB",
-    }}
+    }
+    if _has_setting("async_threads"):  # (DuckDB before 1.3 has no such threads, nor the setting)
+        config["async_threads"] = 0
+    return {"extra_config": config}
+
+
+@functools.lru_cache(maxsize=None)
+def _has_setting(name: str) -> bool:
+    """Does the installed DuckDB know the setting ``name`` (set to 0: so the probe itself starts no threads)?"""
+    import duckdb
+
+    try:
+        duckdb.connect(":memory:", config={name: 0}).close()
+    except duckdb.Error:
+        return False
+    return True
 
 
 def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None):
@@ -205,14 +228,25 @@ def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None):
 
 def build_duckdb(path: Path, scripts: tuple[Path, ...]) -> None:
     """Build ``path`` from the scripts: each in one transaction with its single-row inserts merged; on any
-    failure, as written in one transaction, then statement by statement (the engine's own message)."""
+    failure, as written in one transaction, then statement by statement (the engine's own message).
+
+    After the first failure, scripts that act only inside their database run as written in memory, statement by
+    statement (:func:`_run_in_memory`): if they fail there, that is their own failure, reported with its line at
+    once. Only scripts that run there (the merge or the one transaction broke them), or that reach outside (ATTACH,
+    COPY, ...: run once, as before), get the other attempts on the file: as written, each statement commits on its
+    own there (a WAL write each: 9 s for 4,000 INSERTs), which a failing script no longer pays, nor the run in one
+    transaction, nor a second run in memory to find the failing line."""
     require_module("duckdb", "duckdb")
 
     def build(partial: Path) -> None:
         merged: list[bool] = []  # did merging change any script? (if not, the second attempt is the first again)
+        checked: list[bool] = []  # did the scripts run in memory?
         for one_transaction, merge in ((True, True), (True, False), (False, False)):
             if merge is False and one_transaction and not any(merged):
                 continue
+            if not merge and not checked:  # after the first failure, before any other attempt on the file
+                checked.append(True)
+                _run_in_memory(scripts)  # raises the scripts' own failure, with its line (scripts that stay inside)
             try:
                 _run_duckdb_build(partial, scripts, one_transaction=one_transaction, merged=merged if merge else None)
                 return
@@ -247,6 +281,65 @@ def _run_duckdb_build(partial: Path, scripts: tuple[Path, ...], *, one_transacti
         conn.execute("CHECKPOINT")
     finally:
         conn.close()
+
+
+#: DuckDB statement kinds (``StatementType`` names) that act only inside the database they run in: scripts made of
+#: these alone may be run once more in memory (no ATTACH, COPY, EXPORT, LOAD, CALL, PRAGMA: their effects outside
+#: the database, a file written or a row added to another database, would happen twice).
+DUCKDB_IN_DATABASE_STATEMENTS = frozenset({
+    "SELECT", "INSERT", "UPDATE", "DELETE", "MERGE_INTO", "CREATE", "CREATE_FUNC", "ALTER", "DROP", "TRANSACTION",
+    "MULTI", "VACUUM", "ANALYZE", "EXPLAIN", "SET", "VARIABLE_SET",
+})
+
+
+def _run_in_memory(scripts: tuple[Path, ...]) -> None:
+    """Run the scripts as written, statement by statement as DuckDB's own parser splits them, in an in-memory
+    database; a failure is a DatabaseError naming the script, DuckDB's message and the line of the statement that
+    failed (found while running: no second run to locate it). Nothing runs unless every statement of every script
+    parses and is one of :data:`DUCKDB_IN_DATABASE_STATEMENTS`."""
+    import duckdb
+
+    conn = duckdb.connect(":memory:")
+    try:
+        if _stays_inside(conn, scripts):
+            _run_statements(conn, scripts)
+    finally:
+        conn.close()
+
+
+def _stays_inside(conn: Any, scripts: tuple[Path, ...]) -> bool:
+    import duckdb
+
+    try:
+        return all(getattr(statement.type, "name", str(statement.type)) in DUCKDB_IN_DATABASE_STATEMENTS
+                   for script in scripts for statement in conn.extract_statements(read_script(script)))
+    except (duckdb.Error, DatabaseError):  # a parse error fails every attempt at once: nothing to save here
+        return False
+
+
+def _run_statements(conn: Any, scripts: tuple[Path, ...]) -> None:
+    import duckdb
+
+    failed_at: list[int] = []
+
+    def execute(text: str) -> None:
+        failed_at.clear()
+        position = 0
+        for statement in conn.extract_statements(text):  # (a parse error: located by _duckdb_locate)
+            found = text.find(statement.query, position)
+            if found >= 0:
+                position = found + len(statement.query)
+            try:
+                conn.execute(statement)
+            except duckdb.Error:
+                if found >= 0:
+                    failed_at.append(found)
+                raise
+
+    def locate(done: list[str], text: str) -> int | None:
+        return failed_at[0] if failed_at else _duckdb_locate(done, text)
+
+    run_setup_scripts(scripts, execute, duckdb.Error, "DuckDB", locate)
 
 
 def _duckdb_locate(done: list[str], text: str) -> int | None:

@@ -102,7 +102,7 @@ class PostgreSQLBackend(Backend):
                 raise self.classify(exc, limits=limits) from None
             rows = None  # psycopg could not load a date: fetch again, with loaders that can
         except psycopg.Error as exc:
-            raise self.classify(exc, limits=limits) from None
+            raise self.classify(exc, conn=conn, limits=limits) from None
         finally:
             rollback(conn)
             if autocommit:
@@ -117,11 +117,13 @@ class PostgreSQLBackend(Backend):
         message = first_line(exc)
         if state == "57014":
             return QueryError("timeout", timeout_message(limits.label if limits else elapsed))
-        if state in ("53200", "53400"):  # out of memory; temp_file_limit or another configured limit
-            return QueryError("memory", f"{memory_message()}: {message}")
-        if state == "54000" and message.lower().startswith(("requested length too large", "out of memory")):
-            return QueryError("memory", f"{message}: the query built a value over the 1 GB PostgreSQL allows one "
-                                        "value (a fixed limit of the server: it cannot be raised)")
+        limit = _server_limit(state, exc)
+        if limit is not None:
+            return QueryError("memory", f"{message}: {limit}")
+        if not state and _client_out_of_memory(exc, conn):
+            return QueryError("memory", f"{memory_message()}: the result did not fit ({_client_error(exc, conn)})")
+        if state in ("54011", "54023"):  # too many columns, too many arguments: PostgreSQL does not compile it
+            return QueryError("syntax", message)
         if state in ("25006", "42501"):
             return QueryError("rejected", f"refused by the read-only connection: {message}")
         if state.startswith("42") or state == "0A000":
@@ -139,6 +141,57 @@ class PostgreSQLBackend(Backend):
 
     def open_target(self, target: Target, *, max_memory: int | None = None):
         return postgres_engine(target[1])
+
+
+#: Why the server stopped a query, by SQLSTATE (class 53: insufficient resources; 54: program limit exceeded); each
+#: is kind ``memory``, with the server's setting or fixed limit named: ``--sqleval-max-memory`` changes none of them.
+_SERVER_LIMITS = {
+    "53000": "the PostgreSQL server lacks the resources for the query (the server's, not --sqleval-max-memory's)",
+    "53100": "the PostgreSQL server's disk is full (a sort or hash spilled to temporary files; the server's limit, "
+             "not --sqleval-max-memory's)",
+    "53200": "the PostgreSQL server ran out of memory for the query (the server's memory, not --sqleval-max-memory's "
+             "cap)",
+    "53400": "over a limit the server's configuration sets (for a query: `temp_file_limit`, the temporary files a "
+             "sort or hash may write; a setting of the server, not --sqleval-max-memory)",
+    "54000": "the query went over a fixed limit of PostgreSQL (one value holds at most 1 GB, an array at most "
+             "134,217,727 elements): it cannot be raised, --sqleval-max-memory does not change it",
+    "54001": "the query (or a value it reads, such as a deeply nested JSON) nests deeper than the PostgreSQL "
+             "server's stack allows (`max_stack_depth`, a setting of the server; --sqleval-max-memory does not change "
+             "it)",
+}
+
+#: The server's memory-context code (``mcxt.c``) refuses one allocation over 1 GB with an internal error (XX000,
+#: "invalid memory alloc request size"): known by the source file the server names, not by the message.
+_MEMORY_CONTEXT_SOURCE = "mcxt.c"
+
+
+def _server_limit(state: str, exc: BaseException) -> str | None:
+    """The reason of an error that is a resource limit of the PostgreSQL server (by SQLSTATE, and for XX000 by the
+    server's source file), else None."""
+    if state in _SERVER_LIMITS:
+        return _SERVER_LIMITS[state]
+    if state == "XX000" and getattr(getattr(exc, "diag", None), "source_file", None) == _MEMORY_CONTEXT_SOURCE:
+        return ("the query asked the PostgreSQL server for a block of memory over 1 GB (a fixed limit of the server: "
+                "it cannot be raised, --sqleval-max-memory does not change it)")
+    return None
+
+
+def _client_error(exc: BaseException, conn: Any) -> str:
+    """libpq's own message of a failure on this side of the connection (psycopg's may only be a consequence)."""
+    try:
+        pgconn = getattr(exc, "pgconn", None) or getattr(conn, "pgconn", None)
+        raw = getattr(pgconn, "error_message", b"") or b""
+    except Exception:  # noqa: BLE001 - a connection already gone: psycopg's message is all there is
+        raw = b""
+    text = raw.decode("utf-8", "replace").strip() if isinstance(raw, bytes) else str(raw).strip()
+    return text.splitlines()[0] if text else first_line(exc)
+
+
+def _client_out_of_memory(exc: BaseException, conn: Any) -> bool:
+    """A failure of libpq in this process to allocate a result (under the query process's memory cap). Such an
+    error never reached the server, so it has no SQLSTATE: libpq's own message is all there is."""
+    text = _client_error(exc, conn).lower()
+    return "out of memory" in text or "cannot allocate memory" in text
 
 
 def postgres_engine(url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
