@@ -654,6 +654,8 @@ def _failed_execution(error: QueryError) -> dict[str, Any]:
 
 
 def mismatch_record(run: GoldRun, pred: QueryResult, verdict) -> dict[str, Any]:
+    gold_only = [jsonable_row(r) for r in list(verdict.gold_only_rows)[:DIFF_ROWS]]
+    predicted_only = [jsonable_row(r) for r in list(verdict.pred_only_rows)[:DIFF_ROWS]]
     return {
         "database": run.database,
         "reason": verdict.reason,
@@ -662,10 +664,25 @@ def mismatch_record(run: GoldRun, pred: QueryResult, verdict) -> dict[str, Any]:
         "predicted_shape": [len(pred.rows), pred.column_count],
         "gold_columns": [jsonable(c) for c in run.result.columns[:MAX_REPORT_COLUMNS]],
         "predicted_columns": [jsonable(c) for c in pred.columns[:MAX_REPORT_COLUMNS]],
-        "gold_only_rows": [jsonable_row(r) for r in list(verdict.gold_only_rows)[:DIFF_ROWS]],
-        "predicted_only_rows": [jsonable_row(r) for r in list(verdict.pred_only_rows)[:DIFF_ROWS]],
+        "gold_only_rows": gold_only,
+        "predicted_only_rows": predicted_only,
         "gold_head": [jsonable_row(r) for r in list(run.result.rows[:DIFF_ROWS])],
         "predicted_head": [jsonable_row(r) for r in list(pred.rows[:DIFF_ROWS])],
+        **_typed_only_rows(gold_only, predicted_only, verdict),
+    }
+
+
+def _typed_only_rows(gold_only: list[list[Any]], predicted_only: list[list[Any]], verdict) -> dict[str, Any]:
+    """``gold_only_typed`` / ``predicted_only_typed`` beside the JSON rows when a row only in gold prints like a row
+    only in the prediction once in JSON (a DECIMAL ``0.1`` and a float ``0.1`` are both the number 0.1; a DATE and
+    its text): each cell as the engine returned it, with its type (``Decimal('0.1')`` and ``0.1``)."""
+    from .report.diff import rows_look_alike, typed_cells
+
+    if not (gold_only and predicted_only and rows_look_alike(gold_only, predicted_only)):
+        return {}
+    return {
+        "gold_only_typed": [typed_cells(r[:MAX_REPORT_COLUMNS]) for r in list(verdict.gold_only_rows)[:DIFF_ROWS]],
+        "predicted_only_typed": [typed_cells(r[:MAX_REPORT_COLUMNS]) for r in list(verdict.pred_only_rows)[:DIFF_ROWS]],
     }
 
 

@@ -216,6 +216,32 @@ class _Checker:
                     f"reads table {table.name!r}, which the policy does not allow "
                     f"(allowed: {', '.join(self.policy.tables) or 'none'})"
                 )
+        self._check_table_functions(allowed)
+
+    def _check_table_functions(self, allowed: set[str]) -> None:
+        """A table function in FROM passes a ``tables`` allow-list only when it generates values from its arguments
+        (``generate_series``, ``unnest``, ``json_each``: built-in and on the guard's allowlist of pure functions);
+        one that reads the schema or other tables (``pragma_table_info('t')``, DuckDB's ``duckdb_columns()``), or
+        that the guard does not know as a pure built-in (a user's function), reads what the list cannot vouch for:
+        a violation unless the policy lists its name."""
+        from sqlglot import exp
+
+        from .sql.guard import function_name
+
+        for table in self.tree.find_all(exp.Table):
+            call = table.this
+            if not isinstance(call, exp.Func) or _generates_values(call, table.text("db"), self.dialect):
+                continue
+            name = function_name(call)
+            qualified = ".".join(p for p in (table.text("db"), name) if p).lower()
+            if name in allowed or qualified in allowed:
+                continue
+            reads = ("reads the schema or other tables" if name.startswith(_CATALOGUE_FUNCTION_PREFIXES)
+                     else "is no built-in that only generates values, so it may read any table")
+            self.violations.append(
+                f"reads the table function {qualified}(), which {reads}; the policy allows only the tables "
+                f"{', '.join(self.policy.tables or ()) or '(none)'} (list {name} in `tables:` to allow it)"
+            )
 
     # -- columns -----------------------------------------------------------
     def _check_columns(self) -> None:
@@ -391,6 +417,33 @@ class _Checker:
             if _normalise(conjunct, accepts) == target:
                 return True
         return False
+
+
+#: Table functions that read the catalogue (the schema and tables): SQLite's and DuckDB's ``pragma_*``, DuckDB's
+#: ``duckdb_*``. The guard refuses SQLite's and allows some of DuckDB's; a ``tables`` policy never does.
+_CATALOGUE_FUNCTION_PREFIXES = ("pragma_", "duckdb_", "sqlite_")
+
+
+def _generates_values(call, qualifier: str, dialect: str) -> bool:
+    """Is a table function in FROM a built-in that only generates rows from its arguments (no table read)?"""
+    from sqlglot import exp
+
+    from .sql import allowed_functions as allowlist
+    from .sql.guard import dialect_key, function_name
+
+    try:
+        key = dialect_key(dialect)
+    except Exception:  # noqa: BLE001 - an unknown dialect has no allowlist: nothing counts as a pure built-in
+        return False
+    system = allowlist.SYSTEM_SCHEMAS.get(key)
+    if qualifier and system is not None and qualifier.lower() not in system:
+        return False  # `myschema.generate_series(...)` is the user's own function, not the built-in
+    generators = tuple(getattr(exp, n) for n in ("GenerateSeries", "ExplodingGenerateSeries", "Unnest", "Explode")
+                       if hasattr(exp, n))
+    if isinstance(call, generators):
+        return True
+    name = function_name(call)
+    return name in allowlist.allowed_functions(key) and not name.startswith(_CATALOGUE_FUNCTION_PREFIXES)
 
 
 def _column_type():

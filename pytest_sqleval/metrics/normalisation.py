@@ -28,7 +28,8 @@ first. Normalisation:
 * **Two decimals compare exactly** under ``numbers="value"`` when neither
   result holds a float (:func:`numbers_for`, mode :data:`EXACT_DECIMALS`): a
   non-integral ``Decimal`` then stays itself, so two NUMERICs that differ at
-  the 20th digit differ. Beside a float, decimals compare as floats (above).
+  the 20th digit differ (also inside arrays and JSON: the values a container holds count). Beside a float,
+  decimals compare as floats (above).
 * **numbers="python"** (the reproduction profiles) keeps the driver's numbers
   as they are, so they compare with Python's ``==`` as the official scripts
   compare them: a ``Decimal`` stays a ``Decimal`` (``Decimal("0.1") != 0.1``,
@@ -189,16 +190,40 @@ def numbers_for(numbers: Numbers, float_decimals: int | None, *results: Sequence
     """The mode that normalises ``results`` (the two sides of one comparison): :data:`EXACT_DECIMALS` under
     ``numbers="value"`` without ``float_decimals`` when they hold a Decimal and no float (two decimals then compare
     exactly; beside a float a decimal compares as a float, the documented ``Decimal('0.1') == 0.1``), else
-    ``numbers``. One pass over the cells' types: call it only when a Decimal may be there."""
+    ``numbers``. One pass over the cells' types (and the values inside containers: an array of NUMERIC holds decimals):
+    call it only when a Decimal may be there."""
     if numbers != "value" or float_decimals is not None:
         return numbers
     types: set[type] = set()
     for rows in results:
         for row in rows:
             types.update(map(type, row))
+    if any(issubclass(kind, float) for kind in types):
+        return numbers
+    if any(issubclass(kind, _CONTAINERS) or kind.__hash__ is None for kind in types):
+        types.update(_item_types(results))  # a PostgreSQL array of NUMERIC holds decimals too
     if Decimal not in types or any(issubclass(kind, float) for kind in types):
         return numbers
     return EXACT_DECIMALS
+
+
+def _item_types(results: Sequence[Sequence[Row]]) -> set[type]:
+    """The types of the values inside the containers (arrays, JSON, sets, psycopg's ranges) of ``results``."""
+    types: set[type] = set()
+    pending = [value for rows in results for row in rows for value in row
+               if isinstance(value, _CONTAINERS) or type(value).__hash__ is None]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, memoryview):
+            continue
+        items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, Iterable) else ()
+        for item in items:
+            types.add(type(item))
+            if isinstance(item, float):
+                return types  # a float decides: decimals beside it compare as floats
+            if isinstance(item, _CONTAINERS) or type(item).__hash__ is None:
+                pending.append(item)
+    return types
 
 
 def display_value(value: Any) -> Any:

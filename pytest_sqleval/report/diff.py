@@ -63,6 +63,10 @@ def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
         lines.extend(_indent(_table_block("predicted", mismatch["predicted_columns"], mismatch["predicted_head"],
                                           mismatch["predicted_shape"])))
         gold_only, predicted_only = rows_only(mismatch["gold_only_rows"], mismatch["predicted_only_rows"])
+        if mismatch.get("gold_only_typed") is not None or mismatch.get("predicted_only_typed") is not None:
+            # the JSON values print alike (a DECIMAL and a float are both JSON numbers): the engine's values, typed
+            gold_only, predicted_only = (typed_rows_text(mismatch.get(f"{side}_only_typed") or ())
+                                         for side in ("gold", "predicted"))
         if gold_only:
             lines.append("  rows only in gold:       " + gold_only)
         if predicted_only:
@@ -126,9 +130,26 @@ def rows_look_alike(gold_only: Sequence[Sequence[Any]], predicted_only: Sequence
     return bool({looks(r) for r in gold_only} & {looks(r) for r in predicted_only})
 
 
-def _typed_row(row: Sequence[Any]) -> str:
+#: Longest typed cell (see :func:`typed_cells`): longer than :data:`CELL_WIDTH`, so that ``Decimal('…')`` keeps the
+#: digits a JSON float drops (``Decimal('0.10000000000000000001')``).
+TYPED_CELL_WIDTH = 64
+
+
+def typed_cells(row: Sequence[Any]) -> list[str]:
+    """Each cell of ``row`` with its type: ``ascii()`` of the value (text quoted, a ``Decimal('0.1')`` apart from the
+    float ``0.1``, anything but printable ASCII escaped), ``NULL`` for None."""
     def cell(value: Any) -> str:
         text = "NULL" if value is None else ascii(value)
-        return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+        return text if len(text) <= TYPED_CELL_WIDTH else text[: TYPED_CELL_WIDTH - 1] + "…"
 
-    return "(" + ", ".join(map(cell, row)) + ")"
+    return list(map(cell, row))
+
+
+def typed_rows_text(rows: Sequence[Sequence[Any]]) -> str:
+    """Rows of :func:`typed_cells` texts (as a report records them) on one line."""
+    return "; ".join("(" + ", ".join(printable(str(cell)) for cell in row) + ")" for row in rows
+                     if isinstance(row, (list, tuple)))
+
+
+def _typed_row(row: Sequence[Any]) -> str:
+    return "(" + ", ".join(typed_cells(row)) + ")"
