@@ -40,6 +40,7 @@ class SuiteFile(pytest.File):
         _check_unique_name(suite, state)
         _check_r_ves_computed(suite, state)
         state.register_suite(suite)
+        self.extra_keyword_matches.add(suite.name)  # `-k <suite name>` selects its cases, as `-k <file stem>` does
         fixtureinfo = None  # computed for the first item, then shared (as pytest shares it between parametrized items)
         fast = None
         markers = _MarkerRegistry(self.config)

@@ -11,6 +11,7 @@ and assembles the :class:`~pytest_sqleval.suite.Suite`.
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -118,6 +119,7 @@ def _cases(ctx: LoadContext, data: LineMapping, suite_dbs: tuple[DatabaseSpec, .
     if not isinstance(raw, list) or not raw:
         raise ctx.error("`cases:` must be a non-empty list", line, fix="write each case as `- id: ...` under `cases:`")
     seen: dict[str, int] = {}
+    composed: dict[str, tuple[str, int]] = {}  # NFC form -> (id as written, line)
     cases: list[Case] = []
     for position, entry in enumerate(raw):
         entry_line = raw.item_lines[position]
@@ -128,10 +130,23 @@ def _cases(ctx: LoadContext, data: LineMapping, suite_dbs: tuple[DatabaseSpec, .
                    (SUITE_KEYS, "a key of the suite, for every case of the file",
                     "move it to the top level of the file; cases that need another value go in a suite file of their own"))
         case_id = _case_id(ctx, entry, position)
+        merged = "id" in getattr(entry, "merged_keys", ())  # `- <<: *base` with no `id:` of its own
+        id_line = entry.line if merged else entry.key_lines["id"]
         if case_id in seen:
-            raise ctx.error(f"duplicate case id {case_id!r} (first on line {seen[case_id]})", entry.key_lines["id"],
-                            fix="case ids must be unique in a file: rename one of them")
-        seen[case_id] = entry.key_lines["id"]
+            raise ctx.error(f"duplicate case id {case_id!r} (first on line {seen[case_id]})"
+                            + ("; this case's `id:` comes from its `<<:` merge key" if merged else ""), id_line,
+                            fix="give the case its own `id:` after `<<: *...` (a merged case keeps the anchor's id)"
+                            if merged else "case ids must be unique in a file: rename one of them")
+        key = unicodedata.normalize("NFC", case_id)
+        if key in composed:  # `café` typed twice, once with é and once with e + U+0301: one id to a reader
+            other, other_line = composed[key]
+            raise ctx.error(f"case id {case_id!r} is {other!r} (line {other_line}) written with other Unicode "
+                            f"characters ({ascii(case_id)} and {ascii(other)}): the same id to a reader, two to pytest "
+                            "and a predictions file", id_line,
+                            fix="rename one of them (or write both alike: an editor's NFC normalisation would make "
+                                "them the same id)")
+        seen[case_id] = id_line
+        composed[key] = (case_id, id_line)
         cases.extend(_expand_case(ctx, entry, case_id, len(cases), suite_dbs, suite_schema))
     return cases
 
@@ -140,6 +155,11 @@ def _case_id(ctx: LoadContext, entry: LineMapping, position: int) -> str:
     if "id" not in entry:
         raise ctx.error(f"case #{position + 1} has no `id`", entry.line, fix="give every case a unique `id:`")
     raw = entry["id"]
+    written = getattr(entry, "id_text", None)
+    if written and (isinstance(raw, (bool, float)) or hasattr(raw, "isoformat")):  # not "not True", "not 1.5"
+        kind = "true/false" if isinstance(raw, bool) else "a number" if isinstance(raw, float) else "a date"
+        raise ctx.error(f"the id {written} reads as {kind} in YAML, not as text", entry.key_lines["id"],
+                        fix=f"quote it: `id: \"{written}\"`")
     if isinstance(raw, bool) or not isinstance(raw, (str, int)) or not str(raw).strip():
         raise ctx.error(f"case id must be a non-empty string, not {raw!r}", entry.key_lines["id"],
                         fix="write e.g. `id: shop-count` (letters, digits, '-', '_' or '.')")

@@ -3,7 +3,9 @@
 The suite loader's messages name the line of the value at fault; PyYAML's safe loader forgets positions,
 so the loaders here attach them (``LineMapping.key_lines``, ``LineSequence.item_lines``). Reading also
 refuses what a safe loader would accept but a suite must not hold: keys that are not text, duplicate keys
-(YAML keeps the last silently) and aliases that expand a small file into millions of values.
+(YAML keeps the last silently) and aliases that expand a small file into millions of values. NEL, U+2028 and
+U+2029 are text, as in YAML 1.2 and JSON, not the line breaks of YAML 1.1 (a SQL text keeps them as written);
+where YAML 1.1 would read another value, that is an error naming the value and the fix (an escape).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ class LineMapping(dict):
 
     line: int = 0
     key_lines: dict[str, int]
+    #: Keys whose value came from a `<<: *anchor` merge key (their key_lines are the anchor's lines, not this mapping's).
+    merged_keys: frozenset[str] = frozenset()
+    #: The `id:` value as written in the file, when it is a scalar (for messages about what YAML made of it).
+    id_text: str | None = None
 
 
 class LineSequence(list):
@@ -106,8 +112,37 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMappi
                 line=key_node.start_mark.line + 1,
                 fix=f"quote it: `id: \"{value_node.value}\"` (a leading 0 is octal, 0x hex, and _ is dropped)",
             )
+        if key == "id" and isinstance(value_node, yaml.ScalarNode):
+            mapping.id_text = value_node.value  # as written: `id: yes` is True, `id: 1.50` is 1.5
         mapping.key_lines[key] = key_node.start_mark.line + 1
+    if from_merge:
+        mapping.merged_keys = frozenset(from_merge)
     return mapping
+
+
+#: Characters YAML 1.1 (PyYAML, libyaml) reads as line breaks and YAML 1.2 and JSON as ordinary text: NEL, LINE
+#: SEPARATOR, PARAGRAPH SEPARATOR. Read as breaks, an unquoted `gold: SELECT 1<U+2028> FROM t` lost its spaces and a
+#: trailing one its character, and a quoted U+0085 became a space: the SQL run was not the SQL written.
+UNICODE_BREAKS = "\x85\u2028\u2029"
+
+
+def _unicode_break_tables(text: str) -> tuple[dict[int, str], dict[int, str]] | None:
+    """Tables that swap each of UNICODE_BREAKS in ``text`` for a private-use character absent from it (so the parser
+    reads it as text, as YAML 1.2 does) and back; None when the text holds none (the common case)."""
+    present = [ch for ch in UNICODE_BREAKS if ch in text]
+    if not present:
+        return None
+    free = (chr(code) for code in range(0xE000, 0xF900) if chr(code) not in text)
+    stand_ins = dict(zip(present, free))
+    if len(stand_ins) < len(present):  # a file that holds every private-use character: read as YAML 1.1 does
+        return None
+    return ({ord(ch): sub for ch, sub in stand_ins.items()}, {ord(sub): ch for ch, sub in stand_ins.items()})
+
+
+def _construct_str(loader: _LineLoader, node: yaml.ScalarNode) -> str:
+    value = loader.construct_scalar(node)
+    back = getattr(loader, "unicode_breaks_back", None)
+    return value.translate(back) if back else value
 
 
 def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineSequence:
@@ -120,6 +155,7 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineSeq
 for _loader in (_LineLoader, _CLineLoader):
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG, _construct_str)
 
 
 def _line_loader() -> type:
@@ -144,17 +180,12 @@ def read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise SuiteError(f"the file is not UTF-8 ({exc.reason} at byte {exc.start})", path=path,
                          line=exc.object[:exc.start].count(b"\n") + 1, fix="save the suite as UTF-8") from None
+    tables = _unicode_break_tables(text)
     try:
-        loader = _line_loader()(text)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return None
-            if "&" in text:  # without an anchor (`&name`) there is no alias, so nothing can expand
-                _check_alias_expansion(node)
-            return loader.construct_document(node)
-        finally:
-            loader.dispose()
+        document = _document(text, tables)
+        if tables is not None:
+            _check_unicode_breaks(text, document)
+        return document
     except SuiteError as exc:
         raise SuiteError(exc.message, path=path, line=exc.line, fix=exc.fix) from None
     except RecursionError:
@@ -169,6 +200,10 @@ def read_yaml(path: Path) -> Any:
                              fix="remove this `---` (or move the second document into a suite file of its own)") from None
         line = mark.line + 1 if mark else None
         fix = "check the indentation and quoting around this line (quote SQL that contains ': ' or starts with a special character)"
+        if mark is not None and 0 <= mark.index < len(text) and text[mark.index] == "\t":  # libyaml names no tab
+            problem = f"a tab at column {mark.column + 1}, where YAML expects indentation or a space (YAML indents " \
+                      f"with spaces only)"
+            fix = "replace the tab with spaces (after a list's `-` too: `- id: a`)"
         if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (a control character): where it is
             character = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
             problem = f"the character U+{character:04X} is not allowed in YAML ({exc.reason})"
@@ -186,6 +221,87 @@ def read_yaml(path: Path) -> Any:
             line=line,
             fix=fix,
         ) from None
+
+
+def _document(text: str, tables: tuple[dict[int, str], dict[int, str]] | None) -> Any:
+    """The document of ``text``; with ``tables`` (:func:`_unicode_break_tables`), NEL, U+2028 and U+2029 read as text."""
+    loader = _line_loader()(text.translate(tables[0]) if tables else text)
+    loader.unicode_breaks_back = tables[1] if tables else None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if "&" in text:  # without an anchor (`&name`) there is no alias, so nothing can expand
+            _check_alias_expansion(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+_BREAK_NAMES = {"\x85": "NEXT LINE (NEL)", "\u2028": "LINE SEPARATOR", "\u2029": "PARAGRAPH SEPARATOR"}
+
+
+def _check_unicode_breaks(text: str, document: Any) -> None:
+    """A raw NEL, U+2028 or U+2029 is text in YAML 1.2 and JSON (``document``) but a line break in YAML 1.1 (PyYAML,
+    libyaml, and what ``yaml.safe_dump`` writes for it): where the two readings give another value, which one the
+    author meant cannot be told, so it is an error naming the value and the fix (an escape reads the same in both).
+    A file that only YAML 1.2 can read (YAML 1.1 refuses it) is read as YAML 1.2."""
+    try:
+        as_yaml_1_1 = _document(text, None)
+    except (yaml.YAMLError, SuiteError, RecursionError):
+        return
+    path = _first_difference(document, as_yaml_1_1)
+    if path is None:
+        return
+    value, other = document, as_yaml_1_1
+    line, key, case, turn = None, None, None, None
+    for container, step in path:
+        if isinstance(container, LineMapping):
+            line, key = container.key_lines.get(step, container.line), step
+            if isinstance(container.get("id"), (str, int)) and not isinstance(container.get("id"), bool):
+                case, turn = container["id"], None
+        elif isinstance(container, LineSequence):
+            line = container.item_lines[step]
+            turn = step + 1 if key == "interaction" else turn
+        value, other = container[step], other[step]
+    found = next((ch for ch in (value if isinstance(value, str) else "") if ch in UNICODE_BREAKS), None)
+    if found is None:  # not inside one value (a comment, the space between values): its first place in the file
+        found = next(ch for ch in text if ch in UNICODE_BREAKS)
+        line, key, case = text[:text.index(found)].count("\n") + 1, None, None
+    where = (f"`{key}:`" if key is not None else "this line") + (f" of case {str(case)!r}" if case is not None else "") \
+        + (f" (turn {turn})" if turn is not None and case is not None else "")
+    readings = (f": YAML 1.2 reads {value!r}, YAML 1.1 {other!r}"
+                if isinstance(value, str) and isinstance(other, str) and len(value) + len(other) <= 160 else "")
+    escape = {"\x85": "\\N", "\u2028": "\\u2028", "\u2029": "\\u2029"}[found]
+    raise SuiteError(
+        f"{where} holds the character U+{ord(found):04X} ({_BREAK_NAMES[found]}) written as is, a line break for "
+        f"YAML 1.1 readers (PyYAML, and the files yaml.safe_dump writes) and text for YAML 1.2 and JSON; here the two "
+        f"readings differ{readings}",
+        line=line or 1,
+        fix=f"write it as an escape inside double quotes (`{key or 'gold'}: \"... {escape} ...\"`), "
+            "or remove it if it is not meant to be there")
+
+
+def _first_difference(a: Any, b: Any, path: tuple = ()) -> tuple | None:
+    """The path ((container of ``a``, key or index), ...) to the first value where ``a`` and ``b`` differ, else None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b):
+            return path
+        for key in a:
+            found = _first_difference(a[key], b[key], (*path, (a, key)))
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return path
+        for index, (x, y) in enumerate(zip(a, b)):
+            found = _first_difference(x, y, (*path, (a, index)))
+            if found is not None:
+                return found
+        return None
+    same = type(a) is type(b) and (a == b or (a != a and b != b))  # NaN (`.nan`) is itself
+    return None if same else path
 
 
 def _check_alias_expansion(root: yaml.Node) -> None:

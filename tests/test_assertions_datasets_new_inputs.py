@@ -336,8 +336,8 @@ def test_sparc_gold_file_slice_keeps_interactions(pytester: pytest.Pytester) -> 
     assert ids == [f"i{k:04d}/{n}" for k, count in enumerate(turns) for n in range(1, count + 1)]
     report = _report(pytester, pytester.path / "out")
     metrics = {s["name"]: s["metrics"] for s in report["suites"]}
-    assert metrics["flight_2"]["question_match"] == 1.0 and metrics["flight_2"]["interaction_match"] == 1.0
-    assert metrics["wta_1"]["interaction_match"] == 1.0 and "execution_accuracy" not in metrics["wta_1"]
+    assert metrics["sparc/flight_2"]["question_match"] == 1.0 and metrics["sparc/flight_2"]["interaction_match"] == 1.0
+    assert metrics["sparc/wta_1"]["interaction_match"] == 1.0 and "execution_accuracy" not in metrics["sparc/wta_1"]
 
 
 @needs_shared

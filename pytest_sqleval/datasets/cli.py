@@ -28,7 +28,9 @@ def add_import(subparsers) -> None:
         "import", help="convert Spider/SParC/CoSQL/BIRD/LogicCat into *.sqleval.yaml suites (one per database)",
         description="Write one *.sqleval.yaml suite per database of a public dataset (databases and tables.json "
                     "are referenced, never copied) and, with --predictions, a predictions.jsonl converted from "
-                    "the official format. Run them with: pytest --sqleval DIR [--sqleval-predictions DIR/predictions.jsonl]")
+                    "the official format. Suites are named by db_id (Spider, BIRD, LogicCat) or sparc/<db_id>, "
+                    "cosql/<db_id> (SParC, CoSQL), so a Spider and a SParC import run together. "
+                    "Run them with: pytest --sqleval DIR [--sqleval-predictions DIR/predictions.jsonl]")
     parser.add_argument("dataset", choices=DATASETS)
     parser.add_argument("src", metavar="SRC", help="the dataset folder or its questions/gold file")
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the suites")

@@ -568,6 +568,16 @@ def _file_name(db_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", db_id)
 
 
+#: Datasets over Spider's databases whose suites are named ``<dataset>/<db_id>``: named ``<db_id>`` like Spider's
+#: (whose names stay as they were), a Spider and a SParC import could not run in one invocation (one suite name).
+PREFIXED_SUITE_NAMES = ("sparc", "cosql")
+
+
+def suite_name(dataset: str, db_id: str) -> str:
+    """The ``suite:`` name of a database's suite: the db_id (Spider, BIRD, LogicCat), ``sparc/<db_id>``, ``cosql/<db_id>``."""
+    return f"{dataset}/{db_id}" if dataset in PREFIXED_SUITE_NAMES else db_id
+
+
 def suite_documents(dataset: Dataset, out: Path) -> dict[str, dict]:
     """file name -> suite document, one per database, cases in dataset order."""
     by_db: OrderedDict[str, list[Item]] = OrderedDict()
@@ -576,7 +586,7 @@ def suite_documents(dataset: Dataset, out: Path) -> dict[str, dict]:
     known_ids = _tables_db_ids(dataset.tables_json) if dataset.tables_json else set()
     documents: dict[str, dict] = {}
     for db_id, items in by_db.items():
-        document: dict[str, Any] = {"suite": db_id}
+        document: dict[str, Any] = {"suite": suite_name(dataset.name, db_id)}
         notes = [f"{dataset.description}, database {db_id}; imported by `sqleval import {dataset.name}`."]
         database = dataset.databases.get(db_id)
         tags: tuple[str, ...] = ()
@@ -666,8 +676,23 @@ def _write_predictions(path: Path, ids: Sequence[str], predicted: dict[str, str 
             handle.write(json.dumps({"id": case_id, "sql": predicted.get(case_id)}, ensure_ascii=False) + "\n")
 
 
+class _SuiteDumper(yaml.SafeDumper):
+    """Text with a NEL, U+2028 or U+2029 in double quotes, where they are escapes (`\\L`): written as is, as PyYAML
+    writes them elsewhere, they are line breaks to YAML 1.1 and text to YAML 1.2, and the loader refuses that."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    from ..yaml_lines import UNICODE_BREAKS
+
+    style = '"' if any(ch in value for ch in UNICODE_BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_SuiteDumper.add_representer(str, _represent_text)
+
+
 def dump_yaml(document: Any) -> str:
-    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1 << 20)
+    return yaml.dump(document, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=1 << 20)
 
 
 def import_dataset(kind: str, src: str | Path, out: str | Path, *, predictions: str | Path | None = None,

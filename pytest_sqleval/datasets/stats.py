@@ -89,7 +89,7 @@ def load_suites(paths: Iterable[str | Path]) -> list[Any]:
 
             try:
                 suites.append(_suite_without_database(path, exc))
-            except (KeyError, TypeError, AttributeError, ValueError, yaml.YAMLError):
+            except (KeyError, TypeError, AttributeError, ValueError, yaml.YAMLError, SuiteError):
                 raise StatsError(exc.render()) from None
     return suites
 
@@ -117,12 +117,11 @@ class _LooseSuite:
 
 def _suite_without_database(path: Path, error) -> _LooseSuite:
     """The cases of a suite whose database file is missing: gold, question, difficulty and `schema:`."""
-    import yaml
-
     from ..loader import _stem
     from ..suite import SchemaSource
+    from ..yaml_lines import read_yaml
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml(path)  # as the loader read it (NEL, U+2028 and U+2029 in a gold are text)
 
     def schema_of(value, fallback):
         if isinstance(value, dict) and "tables" in value and "db_id" in value:
