@@ -53,21 +53,64 @@ class ReportError(ValueError):
 _WRITE_IT = "write it with pytest --sqleval --sqleval-json PATH"
 
 
+class ReportBytesError(ValueError):
+    """Bytes that are not the text of a report (see :func:`report_text`): what they are, and the fix."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        self.problem, self.fix = problem, fix
+        super().__init__(f"{problem}; fix: {fix}")
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def report_text(data: bytes) -> str:
+    """The text of a report file's bytes: unpacked when gzipped (a CI artifact kept as ``.json.gz``), decoded as
+    UTF-8 with or without a byte-order mark (Windows tools write one), or as UTF-16 when it starts with that BOM
+    (PowerShell 5's ``>``). A zip archive or other binary raises :class:`ReportBytesError`."""
+    if data[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ReportBytesError(f"is gzipped but cannot be unpacked ({exc})",
+                                   "download it again, or pass the unpacked JSON file") from None
+    if data[:4] == b"PK\x03\x04":  # GitHub Actions hands artifacts out as zip files
+        raise ReportBytesError("is a zip archive, not JSON", "unzip it and pass the JSON file inside")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise ReportBytesError(f"is not UTF-16 text, as its byte-order mark says (byte {exc.start})",
+                                   "save it as UTF-8") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        where = exc.start + (len(_UTF8_BOM) if data.startswith(_UTF8_BOM) else 0)
+        raise ReportBytesError(f"is not UTF-8 text (byte {where}: a compressed or binary file?)",
+                               "unpack it and pass the JSON file itself") from None
+
+
 def load_report(path: str | Path, *, role: str = "report") -> dict[str, Any]:
-    """Read a ``sqleval-report/1`` JSON file; a ReportError names the file and the fix."""
+    """Read a ``sqleval-report/1`` JSON file (UTF-8 with or without a BOM, UTF-16 with one, or any of these
+    gzipped); a ReportError names the file and the fix."""
     path = Path(path)
     write_it = _WRITE_IT
     try:
-        text = path.read_text(encoding="utf-8")
+        text = report_text(path.read_bytes())
     except OSError as exc:
         raise ReportError(path, f"cannot read the {role}: {exc.strerror or exc}", f"pass an existing file; {write_it}") from None
-    except UnicodeDecodeError as exc:  # a zipped or gzipped artifact, say
-        raise ReportError(path, f"the {role} is not UTF-8 text (byte {exc.start}: a compressed or binary file?)",
-                          f"unpack it and pass the JSON file itself; {write_it}") from None
+    except ReportBytesError as exc:  # a zipped artifact, a binary file
+        raise ReportError(path, f"the {role} {exc.problem}", f"{exc.fix}; {write_it}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportError(path, f"the {role} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                          f"pass the JSON file itself; {write_it}") from None
+    except RecursionError:  # arrays or objects nested thousands deep: no report is
+        raise ReportError(path, f"the {role} nests its JSON arrays or objects too deeply to be a report",
                           f"pass the JSON file itself; {write_it}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
@@ -107,7 +150,8 @@ def check_report(path: str | Path, data: dict[str, Any], *, role: str = "report"
 
 #: The blocks of a report that are objects (null when absent), and the keys of ``run`` that are objects or lists.
 _OBJECT_BLOCKS = ("run", "overall", "baseline", "metric_definitions")
-_RUN_SHAPES = {"files": dict, "options": dict, "git": dict, "versions": dict, "prediction_files": list}
+_RUN_SHAPES = {"files": dict, "options": dict, "git": dict, "versions": dict, "prediction_files": list,
+               "merge_warnings": list}
 
 
 def _malformed_block(data: Mapping[str, Any]) -> str | None:
@@ -256,6 +300,8 @@ def compare_reports(current: Mapping[str, Any], baseline: Mapping[str, Any], *, 
     if shard:  # one shard's artifact taken for the deployed model's report
         warnings.append(f"the baseline is shard {shard} of its run: the other shards' cases count as new; "
                         "compare with their merged report (sqleval merge)")
+    for warning in (baseline.get("run") or {}).get("merge_warnings") or []:  # a merge of the baseline's shards
+        warnings.append(f"the baseline was merged with a warning: {warning}")  # that lacked one, say
     names = [s["name"] for s in current.get("suites", [])]
     names += [name for name in cur_by_suite if name not in names]
     suites = []

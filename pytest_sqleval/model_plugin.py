@@ -62,6 +62,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="price of 1000 prompt tokens, for the cost line.")
     group.addoption("--sqleval-price-per-1k-output", metavar="PRICE", type=_price, default=None,
                     help="price of 1000 completion tokens, for the cost line.")
+    group.addoption("--sqleval-price-per-1k-cached-input", metavar="PRICE", type=_price, default=None,
+                    help="price of 1000 prompt tokens served from the endpoint's prompt cache "
+                         "(default: the input price).")
     group.addoption("--sqleval-predictor", metavar="MODULE:FUNCTION", default=None,
                     help="predict with your own function, called with each case (question, schema, dialect, history, ...).")
     group.addoption("--sqleval-prompt", metavar="FILE", default=None,
@@ -82,6 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("sqleval_model_retries", "default for --sqleval-model-retries."),
         ("sqleval_price_per_1k_input", "default for --sqleval-price-per-1k-input."),
         ("sqleval_price_per_1k_output", "default for --sqleval-price-per-1k-output."),
+        ("sqleval_price_per_1k_cached_input", "default for --sqleval-price-per-1k-cached-input."),
         ("sqleval_predictor", "default for --sqleval-predictor."),
         ("sqleval_prompt", "default for --sqleval-prompt."),
         ("sqleval_cache", "default for --sqleval-cache."),
@@ -119,6 +123,7 @@ def resolve_model_settings(config: pytest.Config):
         name=option.sqleval_model, url=option.sqleval_model_url, key_env=option.sqleval_model_key_env,
         timeout=option.sqleval_model_timeout, retries=option.sqleval_model_retries,
         price_per_1k_input=option.sqleval_price_per_1k_input, price_per_1k_output=option.sqleval_price_per_1k_output,
+        price_per_1k_cached_input=option.sqleval_price_per_1k_cached_input,
     )
     from_ini = ModelConfig(
         name=ini("sqleval_model"), url=ini("sqleval_model_url"), key_env=ini("sqleval_model_key_env"),
@@ -126,6 +131,7 @@ def resolve_model_settings(config: pytest.Config):
         retries=ini_number("sqleval_model_retries", _non_negative_int),
         price_per_1k_input=ini_number("sqleval_price_per_1k_input", _price),
         price_per_1k_output=ini_number("sqleval_price_per_1k_output", _price),
+        price_per_1k_cached_input=ini_number("sqleval_price_per_1k_cached_input", _price),
     )
     for model in (cli, from_ini):
         if model.key_env and not os.environ.get(model.key_env):

@@ -144,11 +144,12 @@ def test_an_answer_without_usage_has_no_cost_rather_than_a_zero_one(shop, chat):
     assert cases["bare"]["outcome"] == "passed"
     assert cases["bare"]["tokens"] == {"prompt": None, "completion": None}
     assert cases["bare"]["cost"] is None
-    assert cases["counted"]["tokens"] == {"prompt": 1000, "completion": 100}
+    # the cached count is recorded; without price_per_1k_cached_input it is priced as the rest of the prompt
+    assert cases["counted"]["tokens"] == {"prompt": 1000, "completion": 100, "cached_prompt": 800}
     assert cases["counted"]["cost"] == pytest.approx(3.0)
     block = report["suites"][0]["model"]
     assert block["cost"] == pytest.approx(3.0) and block["calls"] == 2 and block["calls_without_tokens"] == 1
-    assert "tokens 1000 prompt + 100 completion (1 calls without token counts) |" in result.stdout.str()
+    assert "tokens 1000 prompt (800 cached) + 100 completion (1 calls without token counts) |" in result.stdout.str()
     assert "cost $3.0000" in result.stdout.str()
 
 

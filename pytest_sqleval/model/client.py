@@ -39,6 +39,7 @@ class Completion:
     prompt_tokens: int | None
     completion_tokens: int | None
     latency_s: float
+    cached_tokens: int | None = None  # of the prompt tokens, those the endpoint served from its prompt cache
 
 
 class ChatClient:
@@ -117,11 +118,26 @@ class ChatClient:
             raise ModelCallError(_no_text(response, message))
         usage = getattr(response, "usage", None)
         return Completion(text=text, prompt_tokens=getattr(usage, "prompt_tokens", None),
-                          completion_tokens=getattr(usage, "completion_tokens", None), latency_s=latency)
+                          completion_tokens=getattr(usage, "completion_tokens", None), latency_s=latency,
+                          cached_tokens=_cached_tokens(usage))
 
     def _fatal_text(self, exc, what: str, fix: str) -> str:
         return (f"{what}: HTTP {exc.status_code} from {self.config.endpoint} (model {self.config.name}): "
                 f"{_server_message(exc)}; fix: {fix}")
+
+
+def _cached_tokens(usage) -> int | None:
+    """The prompt tokens served from the endpoint's prompt cache: OpenAI's ``usage.prompt_tokens_details.cached_tokens``
+    (vLLM and others send the same), else DeepSeek's ``usage.prompt_cache_hit_tokens``; None when not reported."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    value = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    if value is None:
+        value = getattr(usage, "prompt_cache_hit_tokens", None)
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
 
 
 def _deadline_client(openai, seconds: float):

@@ -4,6 +4,7 @@ Suite keys (validated by :func:`parse_suite_keys`, called by the loader):
 
 ``model:``         a mapping: ``name``, ``url``, ``key_env``, ``temperature`` (default 0), ``max_tokens``, ``seed``,
                    ``params`` (extra request parameters), ``price_per_1k_input``, ``price_per_1k_output``,
+                   ``price_per_1k_cached_input`` (cached prompt tokens; default: the input price),
                    ``timeout``, ``retries``; or just the model's name as a string
 ``prompt:``        a Jinja2 template, inline or a file path relative to the suite
 ``schema_format:`` ``ddl`` (default) | ``spider`` | ``compact``
@@ -32,7 +33,7 @@ from .prompt import PromptSource, PromptTemplate, TemplateProblem
 
 MODEL_SUITE_KEYS = ("model", "prompt", "schema_format", "sample_rows", "history", "examples", "extract")
 MODEL_KEYS = ("name", "url", "key_env", "temperature", "max_tokens", "seed", "params", "price_per_1k_input",
-              "price_per_1k_output", "timeout", "retries")
+              "price_per_1k_output", "price_per_1k_cached_input", "timeout", "retries")
 SCHEMA_FORMATS = ("ddl", "spider", "compact")
 HISTORY_MODES = ("model", "gold", "none")
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".txt", ".md", ".prompt", ".tmpl")
@@ -55,6 +56,9 @@ class ModelConfig:
     params: Mapping[str, Any] = field(default_factory=dict)
     price_per_1k_input: float | None = None
     price_per_1k_output: float | None = None
+    #: Prompt tokens the endpoint served from its prompt cache (``usage.prompt_tokens_details.cached_tokens``);
+    #: None: priced as the other prompt tokens, at ``price_per_1k_input``.
+    price_per_1k_cached_input: float | None = None
     timeout: float | None = None
     retries: int | None = None
 
@@ -87,20 +91,27 @@ class ModelConfig:
 
     @property
     def priced(self) -> bool:
-        return self.price_per_1k_input is not None or self.price_per_1k_output is not None
+        return (self.price_per_1k_input is not None or self.price_per_1k_output is not None
+                or self.price_per_1k_cached_input is not None)
 
-    def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+    def cost(self, prompt_tokens: int | None, completion_tokens: int | None,
+             cached_tokens: int | None = None) -> float | None:
+        """The price of one call. ``cached_tokens`` are part of ``prompt_tokens`` (as OpenAI counts them): they
+        cost ``price_per_1k_cached_input`` when set, else the input price like the rest of the prompt."""
         if not self.priced:
             return None
-        return ((prompt_tokens or 0) * (self.price_per_1k_input or 0.0)
-                + (completion_tokens or 0) * (self.price_per_1k_output or 0.0)) / 1000.0
+        prompt = prompt_tokens or 0
+        cached = min(cached_tokens or 0, prompt) if self.price_per_1k_cached_input is not None else 0
+        prompt_cost = (prompt - cached) * (self.price_per_1k_input or 0.0) + cached * (self.price_per_1k_cached_input or 0.0)
+        return (prompt_cost + (completion_tokens or 0) * (self.price_per_1k_output or 0.0)) / 1000.0
 
     def describe(self) -> dict[str, Any]:
         """For the JSON report's ``run`` block: never the key, only the variable that holds it."""
         return {"name": self.name, "endpoint": self.endpoint, "parameters": self.parameters,
                 "key_env": self.key_env or "OPENAI_API_KEY", "timeout": self.timeout or DEFAULT_MODEL_TIMEOUT,
                 "retries": DEFAULT_MODEL_RETRIES if self.retries is None else self.retries,
-                "price_per_1k_input": self.price_per_1k_input, "price_per_1k_output": self.price_per_1k_output}
+                "price_per_1k_input": self.price_per_1k_input, "price_per_1k_output": self.price_per_1k_output,
+                "price_per_1k_cached_input": self.price_per_1k_cached_input}
 
 
 def endpoint_without_credentials(url: str) -> str:
@@ -209,7 +220,7 @@ def _model_mapping(value: Any, error) -> ModelConfig:
 
         fields["url"] = expand_env(fields["url"], os.environ.get, missing)
     for key, kind in (("temperature", float), ("price_per_1k_input", float), ("price_per_1k_output", float),
-                      ("timeout", float), ("max_tokens", int), ("seed", int), ("retries", int)):
+                      ("price_per_1k_cached_input", float), ("timeout", float), ("max_tokens", int), ("seed", int), ("retries", int)):
         if value.get(key) is None:
             continue
         number = value[key]
@@ -300,17 +311,14 @@ def load_examples(path: Path) -> tuple[dict[str, str], ...]:
         raise SuiteError(f"cannot read the examples file: {exc}", path=path) from None
     entries: list[tuple[int, Any]] = []
     if path.suffix in (".yaml", ".yml"):
-        import yaml
+        from ..yaml_lines import read_yaml
 
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise SuiteError(f"invalid YAML: {exc}", path=path, fix=fix) from None
+        data = read_yaml(path)  # as a suite is read: a raw U+2028 in `sql:` is text, or an error where YAML 1.1 differs
         if not isinstance(data, list):
             raise SuiteError("the examples file must be a list of {question, sql}", path=path, fix=fix)
         entries = [(None, e) for e in data]
     else:
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 in a JSON string is text
             if not line.strip():
                 continue
             try:

@@ -81,6 +81,10 @@ class PredictionResult:
             fields.update({"model": self.model, "raw_output": self.raw_output, "latency_s": self.latency_s,
                            "tokens": self.tokens, "cached": self.cached, "cost": self.cost,
                            "extraction": self.extraction, "model_request": self.request})
+            from ..predictions import is_valid_text
+
+            if self.sql is not None and not is_valid_text(self.sql):  # the record's `predicted` shows U+FFFD for it:
+                fields["predicted_as_given"] = self.sql  # --sqleval-save-predictions writes this, so a replay scores alike
         if self.extra:
             fields["prediction_extra"] = dict(self.extra)
         return fields
@@ -109,7 +113,8 @@ class BuiltinPredictor:
             if isinstance(latency, bool) or not isinstance(latency, (int, float)):
                 latency = time.perf_counter() - started
             return {"sql": hit.get("text"), "raw_output": hit.get("text"), "model": config.name, "cached": True,
-                    "tokens": {"prompt": hit.get("prompt_tokens"), "completion": hit.get("completion_tokens")},
+                    "tokens": {"prompt": hit.get("prompt_tokens"), "completion": hit.get("completion_tokens"),
+                               "cached_prompt": hit.get("cached_tokens")},
                     "latency_s": latency}
         if self.cache.mode == "only":
             problem = self.cache.problem(key)
@@ -121,6 +126,8 @@ class BuiltinPredictor:
         completion = client_for(config).complete(messages, parameters)
         response = {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
                     "completion_tokens": completion.completion_tokens, "latency_s": round(completion.latency_s, 6)}
+        if completion.cached_tokens is not None:
+            response["cached_tokens"] = completion.cached_tokens
         try:
             self.cache.put(key, {"endpoint": config.endpoint, "model": config.name, "messages": messages,
                                  "parameters": parameters}, response)
@@ -128,7 +135,8 @@ class BuiltinPredictor:
             raise ModelCallError(f"cannot write the response cache {self.cache.directory}: {exc}; fix: give "
                                  "--sqleval-cache a writable directory, or --sqleval-cache-mode off", fatal=True) from None
         return {"sql": completion.text, "raw_output": completion.text, "model": config.name, "cached": False,
-                "tokens": {"prompt": completion.prompt_tokens, "completion": completion.completion_tokens},
+                "tokens": {"prompt": completion.prompt_tokens, "completion": completion.completion_tokens,
+                           "cached_prompt": completion.cached_tokens},
                 "latency_s": completion.latency_s}
 
 
@@ -174,9 +182,12 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
     cost = None
     if config is not None and config.priced and tokens is not None:
         # a priced side whose token count the server did not send: the cost is unknown (None), not a zero
+        # (a cached prompt price with no cached count: none of the prompt was cached, priced in full)
         known = all(tokens.get(side) is not None for side, price in
-                    (("prompt", config.price_per_1k_input), ("completion", config.price_per_1k_output)) if price)
-        cost = 0.0 if cached else config.cost(tokens.get("prompt"), tokens.get("completion")) if known else None
+                    (("prompt", config.price_per_1k_input or config.price_per_1k_cached_input),
+                     ("completion", config.price_per_1k_output)) if price)
+        cost = (0.0 if cached else config.cost(tokens.get("prompt"), tokens.get("completion"),
+                                               tokens.get("cached_prompt")) if known else None)
     result = PredictionResult(
         None, "model", raw_output=raw if raw is None or isinstance(raw, str) else str(raw),
         model=str(answer.get("model") or label), latency_s=round(latency, 6), tokens=tokens, cached=cached,
@@ -202,7 +213,17 @@ def _tokens(value: Any) -> dict[str, int | None] | None:
     prompt = value.get("prompt", value.get("prompt_tokens", value.get("input")))
     completion = value.get("completion", value.get("completion_tokens", value.get("output")))
     as_int = lambda v: None if _count(v) is None else int(v)  # noqa: E731
-    return {"prompt": as_int(prompt), "completion": as_int(completion)}
+    tokens = {"prompt": as_int(prompt), "completion": as_int(completion)}
+    # of the prompt tokens, those served from the endpoint's prompt cache (OpenAI's prompt_tokens_details
+    # .cached_tokens): kept only when known, so a record without them keeps its two keys
+    details = value.get("prompt_tokens_details")
+    cached = value.get("cached_prompt", value.get("cached_prompt_tokens", value.get("cached_tokens")))
+    if cached is None and isinstance(details, Mapping):
+        cached = details.get("cached_tokens")
+    cached = as_int(cached)
+    if cached is not None:
+        tokens["cached_prompt"] = min(cached, tokens["prompt"]) if tokens["prompt"] is not None else cached
+    return tokens
 
 
 def _count(value: Any) -> float | None:

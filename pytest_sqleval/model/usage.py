@@ -5,7 +5,8 @@ Per case the record has ``latency_s``, ``tokens`` ``{prompt, completion}``, ``ca
 - ``calls``: cases whose predictor was called in this run (not answered from the cache);
 - ``cache_hits``: cases answered from the response cache;
 - ``errors``: cases whose call failed (``model_error``);
-- ``tokens``: prompt and completion tokens of this run's calls (cache hits spent none);
+- ``tokens``: prompt and completion tokens of this run's calls (cache hits spent none), and ``cached_prompt``,
+  of the prompt tokens those the endpoint served from its prompt cache, when some call reported it;
 - ``latency_s``: p50 and p95 of this run's calls (nearest-rank percentiles);
 - ``cost``: this run's spend, when ``price_per_1k_input``/``price_per_1k_output`` are set (None otherwise).
 """
@@ -55,6 +56,8 @@ def usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
         "latency_s": {"p50": None if p50 is None else round(p50, 6), "p95": None if p95 is None else round(p95, 6)},
         "cost": round(math.fsum(costs), 8) if costs else None,
     }
+    if any(isinstance((r.get("tokens") or {}).get("cached_prompt"), (int, float)) for r in called):
+        block["tokens"]["cached_prompt"] = sum(_tokens(r, "cached_prompt") for r in called)
     if uncounted:  # answers without token counts: the tokens (and the cost) above leave them out
         block["calls_without_tokens"] = uncounted
     return block
@@ -67,11 +70,14 @@ def _tokens(record: Mapping[str, Any], kind: str) -> int:
 
 
 def usage_line(block: Mapping[str, Any]) -> str:
-    """One summary line: ``model m: 10 calls, 2 cache hits, 0 errors | tokens 5120 prompt + 310 completion |
-    latency p50 0.410 s, p95 1.200 s | cost $0.0031`` (latency and cost only when known)."""
+    """One summary line: ``model m: 10 calls, 2 cache hits, 0 errors | tokens 5120 prompt (4096 cached) + 310
+    completion | latency p50 0.410 s, p95 1.200 s | cost $0.0031`` (cached tokens, latency and cost only when
+    known)."""
     name = block["model"] if isinstance(block["model"], str) else ", ".join(block["model"])
     parts = [f"model {name}: {block['calls']} calls, {block['cache_hits']} cache hits, {block['errors']} errors",
-             f"tokens {block['tokens']['prompt']} prompt + {block['tokens']['completion']} completion"
+             f"tokens {block['tokens']['prompt']} prompt"
+             + (f" ({block['tokens']['cached_prompt']} cached)" if block["tokens"].get("cached_prompt") is not None else "")
+             + f" + {block['tokens']['completion']} completion"
              + (f" ({block['calls_without_tokens']} calls without token counts)" if block.get("calls_without_tokens") else "")]
     latency = block["latency_s"]
     if latency["p50"] is not None:
@@ -117,7 +123,7 @@ def prediction_lines(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     for record in cases:
         line = {
             "id": f"{record['suite']}::{record['id']}" if several else record["id"],
-            "sql": record.get("predicted"),
+            "sql": record.get("predicted_as_given", record.get("predicted")),  # a lone surrogate as given (\ud800)
             "raw_output": record.get("raw_output"),
             "model": record.get("model"),
             "latency_s": record.get("latency_s"),

@@ -46,6 +46,7 @@ def render_html(report: dict[str, Any]) -> str:
         failed=view.run_failed(report),
         gates=view.gates(report),
         baseline=view.baseline(report),
+        warnings=_warnings(report),
         overall=_overall(report),
         suites=[_suite(report, s) for s in report.get("suites", [])],
         cases=_cases(report),
@@ -121,6 +122,14 @@ def _chart_suite(report: dict[str, Any]) -> int:
     return sizes.index(max(sizes))
 
 
+def _warnings(report: dict[str, Any]) -> list[str]:
+    """What the terminal, `sqleval gate` and the Markdown warn about: `sqleval merge`'s warnings (a missing shard,
+    shards of different commits), then the baseline comparison's (a shard's report as the baseline, changed files)."""
+    merged = (report.get("run") or {}).get("merge_warnings") or []
+    compared = (view.baseline(report) or {}).get("warnings") or []
+    return [str(w) for group in (merged, compared) for w in ([group] if isinstance(group, str) else group)]
+
+
 def _title(report: dict[str, Any]) -> str:
     names = [s.get("name", "?") for s in report.get("suites", [])]
     return "sqleval: " + (", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") if names else "no suites")
@@ -193,17 +202,20 @@ def _cases(report: dict[str, Any]) -> list[dict[str, Any]]:
         else:
             base = "new"
         mismatch = case.get("mismatch") if isinstance(case.get("mismatch"), dict) else None
+        tags = [visible(str(t)) for t in case.get("tags") or []]  # joined into markup, which `visible` keeps
         rows.append({
             "case": case,
-            "tags": [visible(str(t)) for t in case.get("tags") or []],  # joined into markup, which `visible` keeps
+            "tags": tags,
+            # the tag filter's data: a JSON list, so a tag may hold any text ("a|b", commas, quotes) and still match
+            "tags_json": json.dumps(tags, ensure_ascii=False),
             "reason": view.reason_key(case) if miss else "",
             "reason_text": view.reason_text(case) if miss else "",
             "regressed": key in regressed,
             "baseline": base,
             "gold_table": _table(mismatch, "gold") if mismatch else None,
             "predicted_table": _table(mismatch, "predicted") if mismatch else None,
-            "gold_only": [_cells(r) for r in (mismatch or {}).get("gold_only_rows") or []][:DIFF_ROWS],
-            "predicted_only": [_cells(r) for r in (mismatch or {}).get("predicted_only_rows") or []][:DIFF_ROWS],
+            "gold_only": _only_rows(mismatch, "gold"),
+            "predicted_only": _only_rows(mismatch, "predicted"),
             "wrong_clauses": [k for k, ok in (case.get("clauses") or {}).items() if not ok],
         })
     return rows
@@ -216,6 +228,14 @@ def _table(mismatch: dict[str, Any], side: str) -> dict[str, Any]:
         "rows": [_cells(r) for r in (mismatch.get(f"{side}_head") or [])[:DIFF_ROWS]],
         "shape": shape,
     }
+
+
+def _only_rows(mismatch: dict[str, Any] | None, side: str) -> list[list[str]]:
+    """The rows only on one ``side``; typed (``Decimal('0.1')`` beside ``0.1``) when the report recorded them so,
+    because their JSON values print alike."""
+    typed = (mismatch or {}).get(f"{side}_only_typed")
+    rows = typed if isinstance(typed, list) else (mismatch or {}).get(f"{side}_only_rows") or []
+    return [_cells(r) for r in rows][:DIFF_ROWS]
 
 
 def _cells(row: Any) -> list[str]:
