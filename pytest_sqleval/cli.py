@@ -240,4 +240,8 @@ def gate_command(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    run()
+    # `python -m pytest_sqleval.cli`: run the package's module, whose CommandError the commands raise (this copy,
+    # `__main__`, has a class of its own: bad input was a traceback instead of `sqleval gate: ...` and exit 2)
+    from pytest_sqleval.cli import run as _run
+
+    _run()

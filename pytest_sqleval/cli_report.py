@@ -47,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
     except ReportInputError as exc:
         print(f"sqleval report: {exc}", file=sys.stderr)
         return 2
+    from .registry import adopt_definitions
+
+    # a user's metrics (recorded by name): shown with their label, in their place, as the run showed them
+    adopt_definitions(report.get("metric_definitions") or {})
     try:
         if args.markdown:
             from .report.markdown import is_step_summary, write_markdown
@@ -65,17 +69,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
+    from .baseline import ReportBytesError, report_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # UTF-8 with or without a byte-order mark, UTF-16 with one, or gzipped, as the baseline reader takes them
+        text = report_text(path.read_bytes())
     except FileNotFoundError:
         raise ReportInputError(f"{path}: no such file (write one with pytest --sqleval-json {path})") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ReportInputError(f"{path}: cannot read it: {exc}") from None
+    except ReportBytesError as exc:
+        raise ReportInputError(f"{path}: the report {exc}") from None
     try:
         report = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportInputError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ReportInputError(f"{path}: not a {SCHEMA} report: its JSON nests arrays or objects too deeply") from None
     if not isinstance(report, dict) or report.get("schema") != SCHEMA:
         found = report.get("schema") if isinstance(report, dict) else type(report).__name__
         raise ReportInputError(f"{path}: not a {SCHEMA} report (schema: {found!r}); "

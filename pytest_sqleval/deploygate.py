@@ -151,6 +151,11 @@ def evaluate_gates(report: Mapping[str, Any], options: GateOptions) -> list[dict
             gates.append(_threshold_gate(entry["name"], threshold, threshold.check(entry)))
     for threshold in options.overall_thresholds:
         gates.append(_threshold_gate("overall", threshold, threshold.check(report["overall"])))
+    incomplete = (report.get("run") or {}).get("incomplete")
+    if incomplete:  # -x/--maxfail/--sw stopped it, or a suite file failed to collect: no gate may pass on part of it
+        gates.append({"name": "overall::incomplete", "kind": "incomplete", "suite": "overall", "metric": None,
+                      "value": None, "limit": None, "passed": False,
+                      "message": f"FAIL the run is incomplete: {incomplete}; gate a whole run"})
     comparison = report.get("baseline")
     if options.needs_baseline and comparison is None:
         gates.append({"name": "overall::baseline", "kind": "fail_under_baseline", "suite": "overall", "metric": None,
@@ -389,6 +394,9 @@ def merged_run(runs: Sequence[tuple[str, Mapping[str, Any]]], warnings: list[str
         if any(v != values[0] for v in values):
             warnings.append(f"the shards ran with different {key}; the merged report keeps the first's")
     run["shard"] = None
+    incomplete = [f"{path}: {r['incomplete']}" for path, r in runs if r.get("incomplete")]
+    run["incomplete"] = "; ".join(incomplete) or None  # one stopped shard leaves the merged run incomplete
+    run["deselected"] = None  # a shard's count includes the other shards' cases: no count holds for the merge
     run["merged_from"] = [{"path": p, "shard": r.get("shard"), "duration_s": r.get("duration_s")} for p, r in runs]
     run["merge_warnings"] = warnings
     return run

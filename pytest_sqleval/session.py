@@ -24,6 +24,14 @@ class SqlevalSession:
         #: an xdist controller: it receives every case's reports and record as fresh copies from its workers
         self._controller = _runs_xdist_workers(config)
         self._shared = SharedValues(decoded=self._controller)
+        #: why the loop ended before every selected case ran (-x, --maxfail, --sw), None for a whole run
+        self._stop: str | None = None
+        #: suite files that failed to collect while the others ran (xdist, --continue-on-collection-errors)
+        self._uncollected: dict[str, None] = {}
+        #: cases of the collected suites left out (-k, -m, --deselect, --lf, --sw's passed ones, --sqleval-shard)
+        self._deselected = 0
+        #: cases selected to run (serial, or from the workers); 0 when unknown (a worker that never reported)
+        self._selected = 0
         if not config.pluginmanager.has_plugin(PassedPhaseReports.NAME):
             config.pluginmanager.register(PassedPhaseReports(config), PassedPhaseReports.NAME)
 
@@ -39,18 +47,33 @@ class SqlevalSession:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """An xdist worker tells its controller the metrics its conftest files registered: a conftest.py below the
-        rootdir is loaded only where suites are collected, and the controller collects nothing."""
+        rootdir is loaded only where suites are collected, and the controller collects nothing. It counts the
+        cases selected to run: a stop after the last of them leaves the report whole."""
+        from .collect import CaseItem
+
+        self._selected = sum(1 for item in session.items if isinstance(item, CaseItem))
+        # --lf filters the items of a file as it collects them (no pytest_deselected): count against the suites
+        self._deselected = max(0, sum(len(suite.cases) for suite in self.state.suites.values()) - self._selected)
         if is_worker(self.config):
             from .registry import definitions
 
             self.config.workeroutput["sqleval_metrics"] = definitions()
+            self.config.workeroutput["sqleval_deselected"] = self._deselected
+            self.config.workeroutput["sqleval_selected"] = self._selected
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         """The controller adopts its workers' metrics (by name) before it aggregates and gates them."""
         from .registry import adopt_definitions
 
-        adopt_definitions((getattr(node, "workeroutput", None) or {}).get("sqleval_metrics"))
+        output = getattr(node, "workeroutput", None) or {}
+        adopt_definitions(output.get("sqleval_metrics"))
+        deselected = output.get("sqleval_deselected")
+        if isinstance(deselected, int):  # every worker collects (and deselects) the whole run: the same count
+            self._deselected = max(self._deselected, deselected)
+        selected = output.get("sqleval_selected")
+        if isinstance(selected, int):
+            self._selected = max(self._selected, selected)
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         """Prediction ids that match no collected case: a collection error of the predictions file.
@@ -88,6 +111,16 @@ class SqlevalSession:
         session.ihook.pytest_collectreport(report=report)
         config.hook.pytest_deselected(items=list(items))  # nothing runs against mismatched predictions
         items.clear()
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A suite file that failed to collect: serially pytest then stops before the loop (no summary), but xdist
+        and ``--continue-on-collection-errors`` run the other suites, whose figures must not read as a whole run."""
+        from .suite_files import is_suite_node_path
+
+        if report.failed and not is_worker(self.config):
+            path = report.nodeid.split("::")[0]
+            if is_suite_node_path(path):
+                self._uncollected.setdefault(path, None)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep one record per case: the first report that carries it (a teardown failure, ``--dist each`` or a
@@ -129,6 +162,7 @@ class SqlevalSession:
                     or self.state.settings.check_gold:
                 raise
             self._stopped_early = True  # the summary says that its figures cover the cases that ran only
+            self._stop = "--sw" if _stepwise_stop(str(stop), self.config) else str(stop)
             self._finish_loop(session)
             raise
         if is_worker(self.config) or self.config.option.collectonly or self.state.settings.check_gold:
@@ -171,13 +205,28 @@ class SqlevalSession:
         from .report.json_values import json_primitive
 
         records = sorted(self.state.records, key=lambda r: (r["path"], r.get("index", 0)))
-        run = {"plugin_version": plugin_version(), "pytest_version": pytest.__version__}
+        run = {"plugin_version": plugin_version(), "pytest_version": pytest.__version__,
+               "incomplete": self._incomplete(), "deselected": self._deselected}
         report = json_primitive(build_report(self.state.summaries, records, run=run))
         report = extend_report(self.config, self.state, report)
         hook = self.config.hook.pytest_sqleval_update_json
         if hook.get_hookimpls():  # a user's hooks (the plugin implements none)
             report = self._updated_report(hook, report)
         self.state.report = report
+
+    def _incomplete(self) -> str | None:
+        """Why the report covers part of the selected cases (``run.incomplete``; a failing gate), None when whole."""
+        reasons = []
+        ran = len(self.state.records)
+        if self._stop is not None and not 0 < self._selected <= ran:  # stopped after its last case: whole
+            reasons.append(f"the run stopped early ({self._stop}): only the {ran} case{'s' if ran != 1 else ''} "
+                           f"that ran {'are' if ran != 1 else 'is'} in it")
+        if self._uncollected:
+            names = ", ".join(self._uncollected)
+            reasons.append(f"{len(self._uncollected)} suite file{'s' if len(self._uncollected) != 1 else ''} could "
+                           f"not be collected ({names}): {'their' if len(self._uncollected) != 1 else 'its'} cases "
+                           "are not in it")
+        return "; ".join(reasons) or None
 
     def _updated_report(self, hook, report: dict) -> dict | None:
         """The report after the users' ``pytest_sqleval_update_json``, what they added made JSON as the rest of
@@ -265,9 +314,19 @@ class SqlevalSession:
             terminalreporter.write_line(f"sqleval: {self.state.json_error}", red=True, bold=True)
         if getattr(self, "_stopped_early", False):
             ran = len(self.state.records)
-            terminalreporter.write_line(f"sqleval: the run stopped early (-x/--maxfail): the summary, the gates and the "
+            how = "--sw" if self._stop == "--sw" else "-x/--maxfail"
+            terminalreporter.write_line(f"sqleval: the run stopped early ({how}): the summary, the gates and the "
                                         f"reports cover only the {ran} case{'s' if ran != 1 else ''} that ran",
                                         yellow=True, bold=True)
+        if self._uncollected:
+            terminalreporter.write_line(f"sqleval: {len(self._uncollected)} suite file(s) could not be collected "
+                                        f"({', '.join(self._uncollected)}): the summary, the gates and the reports "
+                                        "cover only the suites that were", yellow=True, bold=True)
+        if self._deselected and not getattr(self.config.option, "sqleval_shard", None):  # a shard says so itself
+            n = self._deselected
+            terminalreporter.write_line(f"sqleval: {n} case{'s' if n != 1 else ''} of the collected suites not selected "
+                                        "(-k, -m, --deselect, --lf, --sw): the summary, the gates and the reports cover "
+                                        "the selected cases only", yellow=True)
 
 
 class PassedPhaseReports:
@@ -332,11 +391,23 @@ def release_scoring_caches(state: SqlevalState) -> None:
 def _stopped_early(stop: BaseException, session: pytest.Session) -> bool:
     """pytest's -x/--maxfail stop (``Session.Failed`` after a failure set ``shouldfail``), or xdist's (an
     ``Interrupted``, a KeyboardInterrupt subclass, raised after its loop with pytest's own "stopping after N
-    failures"); not Ctrl-C, not a session stopped for another reason (collection errors, a model that cannot be
-    used: ``Session.Interrupted``), whose partial results would read as a run."""
+    failures"), or --sw's (``Session.Interrupted``, serially and under xdist, with stepwise's own message); not
+    Ctrl-C, not a session stopped for another reason (collection errors, a model that cannot be used:
+    ``Session.Interrupted``), whose partial results would read as a run."""
     if isinstance(stop, pytest.Session.Failed):
         return bool(session.shouldfail)
-    return type(stop) is not KeyboardInterrupt and str(stop).startswith("stopping after ")
+    if type(stop) is KeyboardInterrupt:
+        return False
+    return str(stop).startswith("stopping after ") or _stepwise_stop(str(stop), session.config)
+
+
+#: the reason pytest's stepwise plugin stops the session with, after the first failure
+_STEPWISE_STOP = "Test failed, continuing from this test next run"
+
+
+def _stepwise_stop(reason: str, config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "stepwise", False) or getattr(config.option, "stepwise_skip", False)) \
+        and reason.startswith(_STEPWISE_STOP)
 
 
 def _lf_skipped_files(config: pytest.Config) -> bool:
