@@ -65,4 +65,4 @@ def pytest_sqleval_terminal_section(terminalreporter: Any, summary: Any, records
     from .state import sqleval_state
 
     verbose = config.option.verbose > 0 or sqleval_state(config).settings.diff
-    write_suite(terminalreporter, summary, records, verbose=verbose)
+    write_suite(terminalreporter, summary, records, verbose=verbose, exit_status=sqleval_state(config).exit_status)

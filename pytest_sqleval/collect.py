@@ -7,6 +7,7 @@ select cases with ``-k``, and use tags as markers with ``-m``.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
@@ -105,13 +106,25 @@ def _check_unique_name(suite: Suite, state) -> None:
             "the suite name 'overall' is reserved for the figure across all suites (`overall:METRIC` thresholds and "
             "baseline gates could not name this suite)", path=suite.path, line=1,
             fix="give the suite another name with `suite: <name>` (the default name is the file's stem)")
+    composed = unicodedata.normalize("NFC", suite.name)
     for other in state.suites.values():
-        if other.name == suite.name and other.path != suite.path:
+        if other.path == suite.path:
+            continue
+        if other.name == suite.name:
             raise SuiteError(
                 f"the suite name {suite.name!r} is already used by {other.path}",
                 path=suite.path, line=1,
                 fix="give each suite file its own `suite:` name (reports, baselines and `<suite>::<id>` predictions "
                     "tell suites apart by name; the default name is the file's stem)",
+            )
+        if unicodedata.normalize("NFC", other.name) == composed:  # `café` with é in one file, e + U+0301 in another
+            raise SuiteError(
+                f"the suite name {suite.name!r} is {other.name!r} of {other.path} written with other Unicode "
+                f"characters ({ascii(suite.name)} and {ascii(other.name)}): one name to a reader, two to reports, "
+                "baselines and `<suite>::<id>` predictions",
+                path=suite.path, line=1,
+                fix="rename one of the suites (or write both names alike: an editor's NFC normalisation would make "
+                    "them the same name)",
             )
 
 

@@ -343,7 +343,8 @@ def merge_reports(sources: Sequence[tuple[str, Mapping[str, Any]]], *, baseline:
     options = GateOptions(overall_thresholds=tuple(overall), max_regressed=options.max_regressed,
                           fail_under_baseline=options.fail_under_baseline, alpha=options.alpha,
                           baseline=baseline_path or options.baseline)
-    run = merged_run([(p, r.get("run") or {}) for p, r in sources], warnings)
+    run = merged_run([(p, r.get("run") or {}) for p, r in sources], warnings,
+                     case_counts=[len(r["cases"]) for _, r in sources])
     if options.baseline:
         run.setdefault("options", {}).setdefault("gates", {})["baseline"] = options.baseline
     report = {"schema": SCHEMA, "run": run, "suites": suites, "cases": cases}
@@ -371,7 +372,8 @@ def _shard_warnings(sources: Sequence[tuple[str, Mapping[str, Any]]]) -> list[st
     return warnings
 
 
-def merged_run(runs: Sequence[tuple[str, Mapping[str, Any]]], warnings: list[str]) -> dict[str, Any]:
+def merged_run(runs: Sequence[tuple[str, Mapping[str, Any]]], warnings: list[str], *,
+               case_counts: Sequence[int] | None = None) -> dict[str, Any]:
     first = dict(runs[0][1])
     run = copy.deepcopy(first)
     starts = [r["started"] for _, r in runs if r.get("started")]
@@ -396,10 +398,30 @@ def merged_run(runs: Sequence[tuple[str, Mapping[str, Any]]], warnings: list[str
     run["shard"] = None
     incomplete = [f"{path}: {r['incomplete']}" for path, r in runs if r.get("incomplete")]
     run["incomplete"] = "; ".join(incomplete) or None  # one stopped shard leaves the merged run incomplete
-    run["deselected"] = None  # a shard's count includes the other shards' cases: no count holds for the merge
+    run["deselected"] = merged_deselected([r.get("deselected") for _, r in runs], case_counts,
+                                          sharded=[bool(r.get("shard")) for _, r in runs])
     run["merged_from"] = [{"path": p, "shard": r.get("shard"), "duration_s": r.get("duration_s")} for p, r in runs]
     run["merge_warnings"] = warnings
     return run
+
+
+def merged_deselected(counts: Sequence[Any], case_counts: Sequence[int] | None, *,
+                      sharded: Sequence[bool]) -> int | None:
+    """The merged run's deselected cases. Reports of disjoint runs (no shard): the sum of theirs. Shards: a shard
+    deselects the other shards' cases besides the user's -k or --deselect, so each shard's ``deselected + cases``
+    is the whole run's case count, and the merge leaves out that count less the cases of all the reports. ``None``
+    when a report has no count, shards and whole runs are mixed, or the shards disagree on the whole (they ran
+    different suites): no one count holds for the merge."""
+    if case_counts is None or not counts or any(not isinstance(n, int) or isinstance(n, bool) for n in counts):
+        return None
+    if not any(sharded):
+        return sum(counts)
+    if not all(sharded):
+        return None
+    totals = {n + cases for n, cases in zip(counts, case_counts)}
+    if len(totals) != 1:
+        return None
+    return max(0, totals.pop() - sum(case_counts))
 
 
 def threshold_argument(text: str) -> Threshold:

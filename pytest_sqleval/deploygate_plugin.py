@@ -225,7 +225,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         return
     from .report.terminal import write_deploy_gate
 
-    write_deploy_gate(terminalreporter, deploy.report)
+    write_deploy_gate(terminalreporter, deploy.report, exit_status=int(exitstatus))
     if deploy.shard_empty:
         terminalreporter.write_line(f"sqleval: shard {deploy.shard[0]}/{deploy.shard[1]} got no case (the other shards "
                                     "have them all): nothing to run, exit status 0")

@@ -282,6 +282,7 @@ class SqlevalSession:
         return result
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
+        self.state.exit_status = int(exitstatus)
         if self.state.settings.check_gold:
             from .report.terminal import write_gold_check
 

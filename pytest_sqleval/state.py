@@ -39,6 +39,8 @@ class SqlevalState:
     json_error: str | None = None
     #: the sqleval-report/1 dict, built after the loop (with overall, baseline, gates)
     report: dict[str, Any] | None = None
+    #: pytest's exit status when the terminal summary is written (the gate lines say where it comes from)
+    exit_status: int | None = None
     #: made on first use (:attr:`evaluator`): the xdist controller scores nothing and never imports the scoring code
     _evaluator: Evaluator | None = field(default=None, repr=False)
 

@@ -297,3 +297,14 @@ def test_paraphrases_that_repeat_the_question_or_each_other_are_not_cases(tmp_pa
     got = [(c.id, c.question) for c in load_suite(out).cases if c.gold == CTE]
     assert got == [("g001", "Which well-stocked parts, largest first?"), ("g001-p1", "List the big parts by stock."),
                    ("g001-p2", "Name the parts with more than five, biggest first.")]
+
+
+@pytest.mark.parametrize("text, sql", [
+    ("Here is the query\nSELECT name FROM t WHERE note = 'a\u2028b'", "SELECT name FROM t WHERE note = 'a\u2028b'"),
+    ("The query is: SELECT name FROM t WHERE note = 'a\u0085b'\r\n  AND x = 1",
+     "SELECT name FROM t WHERE note = 'a\u0085b'\r\n  AND x = 1"),
+    ("Sure, here it is\r\nSELECT name FROM t WHERE note = 'a\rb'", "SELECT name FROM t WHERE note = 'a\rb'"),
+], ids=["line-separator", "next-line-after-colon", "carriage-return"])
+def test_a_line_break_that_is_not_a_newline_stays_inside_the_extracted_literal(text, sql):
+    """Only "\\n" ends a line of the answer: U+2028, U+0085 or a lone \\r inside a string literal is the value's."""
+    assert extract_sql(text).sql == sql

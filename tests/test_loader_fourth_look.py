@@ -290,3 +290,16 @@ def test_an_id_yaml_reads_as_another_type_is_named_as_written_with_the_quoted_fi
                  f"    metadata: {{id: {written}}}\n")
     (case,) = load_suite(path).cases
     assert case.id == written and case.extra == {"id": {"yes": True, "1.50": 1.5, "2024-01-01": "2024-01-01"}[written]}
+
+
+def test_two_suite_names_that_differ_only_in_unicode_form_are_refused_naming_both_files(pytester: pytest.Pytester):
+    """`café` with é in one file and e + U+0301 in the other: one name to a reader, two to reports and baselines."""
+    make_sqlite(pytester.path / "shop.sqlite", "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+    for stem, name in (("a", "caf\u00e9"), ("b", "cafe\u0301")):
+        _write(pytester.path / f"{stem}.sqleval.yaml",
+               f"suite: {name}\ndatabase: shop.sqlite\ncases:\n  - {{id: one, gold: SELECT x FROM t, predicted: SELECT x FROM t}}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sqleval")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*b.sqleval.yaml:1: the suite name 'cafe\u0301' is 'caf\u00e9' of *a.sqleval.yaml "
+                                 "written with other Unicode characters*"])
+    assert "Traceback" not in result.stdout.str()

@@ -93,6 +93,11 @@ def test_sw_summarises_gates_and_reports_what_ran_as_x_does(shop, workers):
     assert data["run"]["incomplete"].startswith("the run stopped early (--sw)")
     assert gates(data)["overall::incomplete"] is False
     assert (shop.path / "r.md").exists()
+    # pytest's status 2 stands: the failed gates' lines say so instead of claiming exit status 1
+    result.stdout.fnmatch_lines([
+        "sqleval deploy gate failed (* gate(s)): the run already ends with exit status 2 (interrupted), which it keeps",
+    ])
+    assert not any("exit status 1 comes from the gate" in line for line in result.outlines)
 
 
 # --------------------------------------------------------------------------- a stopped run never passes the gate
@@ -248,6 +253,28 @@ def test_a_selection_is_judged_on_the_selected_cases_and_says_how_many_were_left
     assert gates(data) == {"stops::execution_accuracy": True}
     result.stdout.fnmatch_lines(["sqleval: 2 cases of the collected suites not selected (-k, -m, --deselect, --lf, "
                                  "--sw): the summary, the gates and the reports cover the selected cases only"])
+
+
+def test_merged_shards_count_what_the_user_left_out_and_not_the_other_shards_cases(shop, tmp_path):
+    """Each shard deselects the other shards' cases: its own count is no count for the merge. Merged, the count is
+    the user's -k only (here d-miss), and two whole runs of disjoint suites merge to the sum of theirs."""
+    write(shop, "s.sqleval.yaml", STOPS)
+    write(shop, "good.sqleval.yaml", GOOD)
+    for k in (1, 2):
+        result = run(shop, "--sqleval", "--sqleval-shard", f"{k}/2", "-k", "not d-miss", f"--sqleval-json=s{k}.json")
+        assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    shards = [report(shop, f"s{k}.json") for k in (1, 2)]
+    assert all(s["run"]["deselected"] > 1 for s in shards)  # the other shard's cases and d-miss
+    out = tmp_path / "merged.json"
+    assert sqleval_cli(["merge", str(shop.path / "s1.json"), str(shop.path / "s2.json"), "-o", str(out)]) in (0, 1)
+    merged = json.loads(out.read_text(encoding="utf-8"))
+    assert len(merged["cases"]) == 5 and merged["run"]["deselected"] == 1
+
+    run(shop, "--sqleval", "s.sqleval.yaml", "-k", "not d-miss and not c-miss", "--sqleval-json=w1.json")
+    run(shop, "--sqleval", "good.sqleval.yaml", "--sqleval-json=w2.json")
+    assert sqleval_cli(["merge", str(shop.path / "w1.json"), str(shop.path / "w2.json"), "-o", str(out)]) in (0, 1)
+    merged = json.loads(out.read_text(encoding="utf-8"))
+    assert len(merged["cases"]) == 4 and merged["run"]["deselected"] == 2
 
 
 @XDIST

@@ -91,7 +91,7 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     label = _LABEL.match(stripped)
     if label:
         return _checked(_trailing_prose_removed(stripped[label.end():].strip()), text, mode, "label")
-    lines = stripped.splitlines()
+    lines = stripped.split("\n")  # not splitlines(): rejoined, a U+2028 or \r inside a string literal stays as it was
     introduced = _introduces(lines[0])  # "Select the names:", "Update: ...": prose, though its first word is SQL's
     if looks_like_sql(stripped) and not introduced:
         return _checked(_trailing_prose_removed(stripped), text, mode, "text")

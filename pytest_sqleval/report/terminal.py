@@ -41,7 +41,8 @@ def write_summary(tr, summaries: Sequence[SuiteSummary], records_by_suite: dict[
         tr.write_line(f"sqleval report written to {json_path}")
 
 
-def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool) -> None:
+def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool,
+                exit_status: int | None = None) -> None:
     """A suite's built-in part of the summary: metrics, breakdowns, misses and threshold verdicts."""
     agg = summary.aggregates
     outcomes = ", ".join(f"{n} {name}" for name, n in agg["outcomes"].items() if n)
@@ -59,7 +60,20 @@ def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool
         tr.write_line("  exact-match components: " + ", ".join(parts))
     _write_model_usage(tr, records)
     _write_misses(tr, records, verbose=verbose)
-    _write_verdicts(tr, summary)
+    _write_verdicts(tr, summary, exit_status)
+
+
+#: pytest.ExitCode's other statuses (not imported: ``sqleval gate`` writes these lines without pytest)
+_PYTEST_EXIT_REASONS = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
+
+
+def gate_exit_phrase(exit_status: int | None) -> str:
+    """Where the run's exit status comes from, once a gate failed: the gate (1) unless pytest already ended the
+    run with a status of its own (2 interrupted, 3 internal error, 4 usage error), which it keeps."""
+    if exit_status is None or exit_status in (0, 1):
+        return "exit status 1 comes from the gate"
+    reason = _PYTEST_EXIT_REASONS.get(exit_status, "set by another plugin")
+    return f"the run already ends with exit status {exit_status} ({reason}), which it keeps"
 
 
 def _write_metrics(tr, agg: dict) -> None:
@@ -128,11 +142,11 @@ def _write_misses(tr, records: list[dict], *, verbose: bool) -> None:
         tr.write_line(f"    ... and {len(misses) - len(shown)} more (all of them are in --sqleval-json)")
 
 
-def _write_verdicts(tr, summary: SuiteSummary) -> None:
+def _write_verdicts(tr, summary: SuiteSummary, exit_status: int | None = None) -> None:
     for verdict in summary.verdicts:
         tr.write_line("  " + verdict.line(), green=verdict.passed, red=not verdict.passed, bold=not verdict.passed)
     if summary.failed_verdicts:
-        tr.write_line(f"  sqleval gate failed for suite {printable(summary.name)}: exit status 1 comes from the gate",
+        tr.write_line(f"  sqleval gate failed for suite {printable(summary.name)}: {gate_exit_phrase(exit_status)}",
                       red=True, bold=True)
 
 
@@ -172,7 +186,7 @@ def overall_metric_parts(overall: dict) -> list[str]:
     return parts
 
 
-def write_deploy_gate(tr, report: dict) -> None:
+def write_deploy_gate(tr, report: dict, *, exit_status: int | None = None) -> None:
     """The overall figure, the comparison with the baseline and the verdict of every gate not already shown per suite."""
     overall = report.get("overall")
     if overall and overall.get("suites"):  # no suite ran (nothing collected, all deselected): nothing to average
@@ -193,7 +207,7 @@ def write_deploy_gate(tr, report: dict) -> None:
         tr.write_line(f"{where}{gate['message']}", green=gate["passed"], red=not gate["passed"], bold=not gate["passed"])
     failed = [g for g in gates if not g["passed"]]
     if failed and not (report.get("run") or {}).get("shard"):
-        tr.write_line(f"sqleval deploy gate failed ({len(failed)} gate(s)): exit status 1 comes from the gate",
+        tr.write_line(f"sqleval deploy gate failed ({len(failed)} gate(s)): {gate_exit_phrase(exit_status)}",
                       red=True, bold=True)
 
 
