@@ -315,6 +315,15 @@ def _exact_parts(np: Any, values: Any, terms: int) -> Any:
     return np.stack(parts, axis=1)
 
 
+def _parts_in_blocks(np: Any, values: Any) -> tuple[Any, list[Any], int]:
+    """The exact parts of ``values`` (:func:`_exact_parts`; None when they refuse them), each part's column as its
+    own contiguous array, and how many draws of ``len(values)`` fit in one block of DRAWS_AT_ONCE."""
+    n = len(values)
+    parts = _exact_parts(np, values, n) if n < 2**26 else None
+    columns = [] if parts is None else [np.ascontiguousarray(parts[:, j]) for j in range(parts.shape[1])]
+    return parts, columns, max(1, DRAWS_AT_ONCE // n)
+
+
 def _resampled_sums_by_parts(np: Any, data: tuple[float, ...], seed: int, resamples: int) -> list[float]:
     """The means of :func:`_choices`' resamples, bit for bit, for data with many distinct values (20,000 distinct
     values x 1,000 resamples took ~15 s in the plain loop): the same picks as ``choices`` (see
@@ -324,9 +333,7 @@ def _resampled_sums_by_parts(np: Any, data: tuple[float, ...], seed: int, resamp
     n = len(data)
     generator = _legacy_generator(np, seed)
     array = np.array(data, dtype=np.float64)
-    parts = _exact_parts(np, array, n) if n < 2**26 else None
-    columns = [] if parts is None else [np.ascontiguousarray(parts[:, j]) for j in range(parts.shape[1])]
-    rows = max(1, DRAWS_AT_ONCE // n)
+    parts, columns, rows = _parts_in_blocks(np, array)
     means: list[float] = []
     for start in range(0, resamples, rows):
         block = min(rows, resamples - start)
@@ -395,9 +402,7 @@ def _flip_hits_numpy(np: Any, nonzero: list[float], reach: float, seed: int, res
     n = len(nonzero)
     generator = _legacy_generator(np, seed)
     values = np.array(nonzero, dtype=np.float64)
-    parts = _exact_parts(np, values, n) if n < 2**26 else None
-    columns = [] if parts is None else [np.ascontiguousarray(parts[:, j]) for j in range(parts.shape[1])]
-    rows = max(1, DRAWS_AT_ONCE // n)
+    parts, columns, rows = _parts_in_blocks(np, values)
     hits = 0
     for start in range(0, resamples, rows):
         block = min(rows, resamples - start)

@@ -39,7 +39,7 @@ from conftest import make_sqlite
 from pytest_sqleval.datasets.importers import import_dataset
 from pytest_sqleval.metrics.exact_match import GoldUnreadable, exact_match
 from pytest_sqleval.metrics.hardness import classify_hardness, spider_hardness
-from test_exact_match_third_look import CONCERT_SINGER_SQL, CS, TABLES, _failing_components, _report, schema
+from test_exact_match_third_look import CONCERT_SINGER_SQL, CS, TABLES, _report, check_official_pair, schema
 
 F, E = "flight_2", "employee_hire_evaluation"
 
@@ -193,11 +193,7 @@ OFFICIAL_CRASHES_ON_GOLD = [
                          OFFICIAL_PAIRS, ids=[f"pair{n:03d}" for n in range(len(OFFICIAL_PAIRS))])
 def test_spider_profile_agrees_with_the_official_verdict_and_partial_scores(db_id, gold, pred, official_em,
                                                                           official_failing, official_reads):
-    verdict = exact_match(gold, pred, schema(db_id), profile="spider")
-    assert verdict.match is bool(official_em), verdict.reason
-    assert _failing_components(verdict) == set(official_failing.split()), verdict.reason
-    unreadable = verdict.reason is not None and verdict.reason.startswith(("outside_spider_grammar: ", "parse_error: "))
-    assert unreadable is not official_reads, verdict.reason
+    check_official_pair(db_id, gold, pred, official_em, official_failing, official_reads)
 
 
 @pytest.mark.parametrize(("db_id", "gold", "official"), OFFICIAL_HARDNESS,

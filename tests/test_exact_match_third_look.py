@@ -1103,6 +1103,12 @@ def _failing_components(verdict) -> set[str]:
                          OFFICIAL_PAIRS, ids=[f"pair{n:03d}" for n in range(len(OFFICIAL_PAIRS))])
 def test_spider_profile_agrees_with_the_official_verdict_and_partial_scores(db_id, gold, pred, official_em,
                                                                           official_failing, official_reads):
+    check_official_pair(db_id, gold, pred, official_em, official_failing, official_reads)
+
+
+def check_official_pair(db_id: str, gold: str, pred: str, official_em: int, official_failing: str,
+                        official_reads: bool) -> None:
+    """The spider profile's verdict, failing components and readability are the official evaluator's."""
     verdict = exact_match(gold, pred, schema(db_id), profile="spider")
     assert verdict.match is bool(official_em), verdict.reason
     assert _failing_components(verdict) == set(official_failing.split()), verdict.reason

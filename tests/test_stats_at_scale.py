@@ -1,13 +1,12 @@
 """The sign-flip test and the bootstrap at scale: numpy paths that give the plain loops' numbers bit for bit.
 
-Each comparison is against a copy of the code as it was before the numpy paths (the oracle below): the Monte Carlo
+Each comparison is against a copy of the code as it was before the numpy paths (the oracle, ``stats_before.py``): the Monte Carlo
 sign flip drew ``random.Random(seed).random() < 0.5`` per sorted difference and compared ``abs(math.fsum(...))``
 with the observed sum; the bootstrap summed ``random.Random(seed).choices`` resamples with ``math.fsum``.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 import sys
@@ -18,77 +17,16 @@ import pytest
 np = pytest.importorskip("numpy")  # imported here: every call below may take the numpy paths
 
 from pytest_sqleval import stats  # noqa: E402
+from stats_before import (  # noqa: E402
+    old_binomial_cdf,
+    old_bootstrap_mean,
+    old_flip_steps,
+    old_flips_by_size,
+    old_paired_share_interval,
+    old_sign_flip,
+)
 
 NAN, INF = float("nan"), float("inf")
-
-
-# --------------------------------------------------------------------------- the oracle: the code as it was
-def old_flips_by_size(nonzero, reach, *, budget):
-    sizes = Counter(abs(d) for d in nonzero)
-    if len(sizes) == 1:
-        worse = sum(1 for d in nonzero if d < 0)
-        return stats.mcnemar_exact(worse, len(nonzero) - worse)
-    sums = {0.0: 1}
-    steps_taken = 0
-    for size, count in sorted(sizes.items()):
-        steps_taken += len(sums) * (count + 1)
-        if steps_taken > budget:
-            return None
-        moves = [(size * (2 * k - count), ways) for k, ways in enumerate(stats._binomial_row(count))]
-        grown = {}
-        for total, patterns in sums.items():
-            for move, ways in moves:
-                grown[total + move] = grown.get(total + move, 0) + patterns * ways
-        sums = grown
-    return sum(patterns for total, patterns in sums.items() if abs(total) >= reach) / (1 << len(nonzero))
-
-
-def old_flip_steps(nonzero):
-    """How many steps old_flips_by_size takes without a budget (several sizes)."""
-    sums, steps_taken = {0.0: 1}, 0
-    for size, count in sorted(Counter(abs(d) for d in nonzero).items()):
-        steps_taken += len(sums) * (count + 1)
-        sums = {total + size * (2 * k - count): 1 for total in sums for k in range(count + 1)}
-    return steps_taken
-
-
-def old_sign_flip(differences, *, seed=stats.SEED, resamples=stats.RESAMPLES):
-    nonzero = [float(d) for d in differences if d != 0]
-    if not nonzero:
-        return 1.0
-    observed = abs(math.fsum(nonzero))
-    tolerance = 1e-12 * max(1.0, observed)
-    if len(nonzero) <= 12:
-        hits = total = 0
-        for signs in itertools.product((1.0, -1.0), repeat=len(nonzero)):
-            total += 1
-            if abs(math.fsum(s * d for s, d in zip(signs, nonzero))) >= observed - tolerance:
-                hits += 1
-        return hits / total
-    exact = old_flips_by_size(nonzero, observed - tolerance, budget=resamples * len(nonzero) // 8)
-    if exact is not None:
-        return exact
-    nonzero.sort()
-    rng = random.Random(seed)
-    hits = 0
-    for _ in range(resamples):
-        flipped = math.fsum(d if rng.random() < 0.5 else -d for d in nonzero)
-        if abs(flipped) >= observed - tolerance:
-            hits += 1
-    return (hits + 1) / (resamples + 1)
-
-
-def old_bootstrap_mean(values, *, seed=stats.SEED, resamples=stats.RESAMPLES, level=0.95):
-    data = tuple(float(v) for v in values)
-    n = len(data)
-    if n == 0:
-        return None
-    if all(v == data[0] for v in data):
-        return (data[0], data[0])
-    rng = random.Random(seed)
-    means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
-    alpha = (1 - level) / 2
-    return (stats.quantile(means, alpha), stats.quantile(means, 1 - alpha))
 
 
 def outcome(function, *args, **kwargs):
@@ -269,41 +207,6 @@ def test_at_20000_differences_the_numbers_are_the_old_ones():
 
 
 # --------------------------------------------------------------------------- the McNemar path: exact intervals
-def old_binomial_cdf(k, n, p):
-    if k < 0:
-        return 0.0
-    if k >= n:
-        return 1.0
-    if p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 0.0
-    log_p, log_q = math.log(p), math.log1p(-p)
-    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
-            for i in range(k + 1)]
-    top = max(logs)
-    return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
-
-
-def old_paired_share_interval(better, worse, n, level=0.95):
-    tail = (1 - level) / 2
-
-    def solve(f):
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            mid = (lo + hi) / 2
-            if f(mid) > tail:
-                lo = mid
-            else:
-                hi = mid
-        return (lo + hi) / 2
-
-    m = better + worse
-    lo = 0.0 if better == 0 else 1.0 - solve(lambda q: old_binomial_cdf(m - better, m, q))
-    hi = 1.0 if better == m else solve(lambda q: old_binomial_cdf(better, m, q))
-    return ((m / n) * (2 * lo - 1), (m / n) * (2 * hi - 1))
-
-
 def test_binomial_cdf_on_arrays_gives_the_old_value_bit_for_bit():
     rng = random.Random(6)
     cases = [(k, n, p) for k, n in ((1999, 2000), (2000, 2001), (2000, 4000), (2500, 90_000), (30_000, 31_000))

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import missing_dependency, require_module
+from test_interactions_third_look import SPARC_TABLES
 
 SEED = 20261202
 
@@ -127,15 +128,7 @@ FLIGHTS_SQL = [
     "CREATE TABLE flights (id INTEGER PRIMARY KEY, airline_id INTEGER REFERENCES airlines(id), src TEXT, dst TEXT, "
     "price INTEGER)",
 ]
-SPIDER_TABLES = [{
-    "db_id": "f", "table_names": ["airlines", "flights"], "table_names_original": ["airlines", "flights"],
-    "column_names": [[-1, "*"], [0, "id"], [0, "name"], [0, "country"], [1, "id"], [1, "airline id"], [1, "src"],
-                     [1, "dst"], [1, "price"]],
-    "column_names_original": [[-1, "*"], [0, "id"], [0, "name"], [0, "country"], [1, "id"], [1, "airline_id"],
-                              [1, "src"], [1, "dst"], [1, "price"]],
-    "column_types": ["text", "number", "text", "text", "number", "number", "text", "text", "number"],
-    "primary_keys": [1, 4], "foreign_keys": [[5, 1]],
-}]
+SPIDER_TABLES = SPARC_TABLES  # the flights schema of the SParC differential test
 TURNS = [
     "SELECT name FROM airlines",
     "SELECT name FROM airlines WHERE country = '{c}'",
