@@ -133,10 +133,11 @@ def resolve_model_settings(config: pytest.Config):
         price_per_1k_output=ini_number("sqleval_price_per_1k_output", _price),
         price_per_1k_cached_input=ini_number("sqleval_price_per_1k_cached_input", _price),
     )
-    for model in (cli, from_ini):
-        if model.key_env and not os.environ.get(model.key_env):
-            raise pytest.UsageError(f"--sqleval-model-key-env {model.key_env}: the environment variable is not set; "
-                                    f"export {model.key_env}=... before running pytest")
+    # the command line's variable wins everywhere: unset, no call can work. The ini's may be overridden by a suite's
+    # `key_env:` (or is unused by a predictor): the client says so, once, if a call comes to need it.
+    if cli.key_env and not os.environ.get(cli.key_env):
+        raise pytest.UsageError(f"--sqleval-model-key-env {cli.key_env}: the environment variable is not set; "
+                                f"export {cli.key_env}=... before running pytest")
     cache_mode = option.sqleval_cache_mode or ini("sqleval_cache_mode") or "use"
     if cache_mode not in CACHE_MODES:
         raise pytest.UsageError(f"ini option sqleval_cache_mode: {cache_mode!r} is not one of {', '.join(CACHE_MODES)}")

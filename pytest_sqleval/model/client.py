@@ -97,6 +97,10 @@ class ChatClient:
             raise ModelCallError(f"the request timed out after {self.client.timeout} s "
                                  f"(and {_retries_made(exc, self.client.max_retries)} retries)") from None
         except openai.APIStatusError as exc:  # 400, 422, ... are not retried: say how many retries were made
+            if exc.status_code == 402 or _error_code(exc) == "insufficient_quota":  # no call can work: stop once
+                raise ModelCallError(self._fatal_text(exc, "the account has no quota or credit left",
+                                                      "check the plan and billing of the key's account"),
+                                     fatal=True, status=exc.status_code) from None
             raise ModelCallError(f"HTTP {exc.status_code}: {_server_message(exc)} "
                                  f"(after {_retries_made(exc, self.client.max_retries)} retries)",
                                  status=exc.status_code) from None
@@ -114,6 +118,8 @@ class ChatClient:
             raise ModelCallError(f"the endpoint's answer has no message: {str(response)[:200]}") from None
         if text is None and isinstance(getattr(message, "refusal", None), str):
             text = message.refusal  # the model declined (OpenAI's `refusal` field): its answer, a no_sql miss
+        if isinstance(text, list):  # content as parts (Mistral's reasoning models, some gateways): the text parts
+            text = _text_parts(text)
         if not isinstance(text, str) or (not text.strip() and getattr(message, "tool_calls", None)):
             raise ModelCallError(_no_text(response, message))
         usage = getattr(response, "usage", None)
@@ -124,6 +130,21 @@ class ChatClient:
     def _fatal_text(self, exc, what: str, fix: str) -> str:
         return (f"{what}: HTTP {exc.status_code} from {self.config.endpoint} (model {self.config.name}): "
                 f"{_server_message(exc)}; fix: {fix}")
+
+
+def _text_parts(parts: list) -> str:
+    """The answer in a list of content parts: its ``{"type": "text", "text": ...}`` parts joined (a thinking or
+    image part is not the answer); a list without one is a clear model_error."""
+    texts = []
+    for part in parts:
+        get = part.get if isinstance(part, dict) else lambda name, p=part: getattr(p, name, None)
+        if get("type") in ("text", None) and isinstance(get("text"), str):
+            texts.append(get("text"))
+    if not texts:
+        kinds = ", ".join(sorted({str((p.get("type") if isinstance(p, dict) else getattr(p, "type", None)))
+                                  for p in parts})) or "none"
+        raise ModelCallError(f"the model's answer has no text part (content is a list of parts: {kinds})")
+    return "".join(texts)
 
 
 def _cached_tokens(usage) -> int | None:
@@ -198,6 +219,16 @@ def _retries_made(exc, default: int) -> int:
         return int(exc.request.headers["x-stainless-retry-count"])
     except (AttributeError, KeyError, TypeError, ValueError):
         return default
+
+
+def _error_code(exc) -> str | None:
+    """The ``code`` (else ``type``) of an OpenAI error body, e.g. ``insufficient_quota`` on a 429."""
+    body = getattr(exc, "body", None)
+    inner = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else body
+    if not isinstance(inner, dict):
+        return None
+    code = inner.get("code") or inner.get("type")
+    return code if isinstance(code, str) else None
 
 
 def _server_message(exc) -> str:

@@ -259,7 +259,8 @@ def _prompt(path: Path, value: Any, error) -> PromptSource:
 
 def read_prompt_file(path: Path) -> PromptSource:
     try:
-        return PromptSource(text=path.read_text(encoding="utf-8"), origin=str(path))
+        # utf-8-sig: an editor's byte-order mark is not the prompt's first character (nor in its cache key)
+        return PromptSource(text=path.read_text(encoding="utf-8-sig"), origin=str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(f"cannot read the prompt template: {exc}", path=path) from None
 
@@ -306,7 +307,7 @@ def load_examples(path: Path) -> tuple[dict[str, str], ...]:
         return _examples_cache[path]
     fix = 'write one {"question": "...", "sql": "SELECT ..."} per line (.jsonl), or a YAML list of {question, sql}'
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # an editor's byte-order mark is not line 1's JSON
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(f"cannot read the examples file: {exc}", path=path) from None
     entries: list[tuple[int, Any]] = []

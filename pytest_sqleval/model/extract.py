@@ -38,7 +38,9 @@ _NOT_A_START = {"VAR", "IDENTIFIER", "UNKNOWN", "STRING", "NUMBER", "NATIONAL_ST
                 "IN", "ON", "BY", "TO", "IF", "ALL", "ANY", "SOME", "NULL", "TRUE", "FALSE", "CASE", "END", "THEN", "ELSE",
                 "WHEN", "FOR", "OF", "WITHIN_GROUP", "INTO", "AT_TIME_ZONE", "LIKE", "BETWEEN", "ASC", "DESC"}
 
-_FENCE = re.compile(r"(```|~~~)[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:\1|\Z)", re.DOTALL)
+#: A fenced block: three or more backticks or tildes (CommonMark: a longer fence holds a shorter one, as a query
+#: whose string literal holds ```), closed by the same run.
+_FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:\1|\Z)", re.DOTALL)
 #: An inline code span (CommonMark: a run of backticks, then the same run); its content is tried as a query.
 _SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 #: A reasoning model's thinking at the start of its answer (DeepSeek-R1, Qwen3 served by vLLM or Ollama).
@@ -46,7 +48,9 @@ _THINK = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?(</\1>|\Z)", re.DOTALL
 #: The keys of a JSON answer that hold its SQL (compared in lower case).
 JSON_SQL_KEYS = ("sql", "query", "sql_query")
 _INTRO_LABEL = re.compile(r"\A[A-Za-z]+:(?!:)")
-_LABEL = re.compile(r"\A\s*(?:sql(?:\s+query)?|query|answer|final\s+answer)\s*:\s*", re.IGNORECASE)
+#: ``SQL:``, ``Final answer:``; also in Markdown bold (``**SQL:**``, ``**SQL**:``, ``__Answer:__``), as chat models write it.
+_LABEL = re.compile(r"\A\s*(?:\*\*|__)?(?:sql(?:\s+query)?|query|answer|final\s+answer)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*",
+                    re.IGNORECASE)
 PREVIEW = 80
 
 

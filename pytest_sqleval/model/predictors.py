@@ -151,7 +151,7 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
                                 model=label, cached=False if exc.called else None,
                                 latency_s=round(time.perf_counter() - started, 6) if exc.called else None)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code (sys.exit too): this case's model_error
-        text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        text = _first_line(exc)
         return PredictionResult(None, "model", error_kind="model_error", model=label, cached=False,
                                 error_message=f"the predictor raised {type(exc).__name__}{': ' + text if text else ''}",
                                 latency_s=round(time.perf_counter() - started, 6))
@@ -239,8 +239,20 @@ def _plain(value: Any) -> Any:
     try:
         json.dumps(value)
         return value
-    except (TypeError, ValueError):
-        return str(value)
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nested too deep for it
+        try:
+            return str(value)
+        except Exception:  # noqa: BLE001 - a value that cannot be printed either (too deep, a raising __str__)
+            return f"<{type(value).__name__}>"
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (at most 300 characters); "" when it cannot be printed."""
+    try:
+        text = str(exc).strip()
+    except Exception:  # noqa: BLE001 - the user's exception class whose __str__ raises
+        return ""
+    return text.splitlines()[0][:300] if text else ""
 
 
 class PredictorSpecError(ValueError):

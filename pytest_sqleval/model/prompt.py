@@ -1,6 +1,7 @@
 """Prompt templates: Jinja2 with ``StrictUndefined``, rendered into chat messages.
 
-A template may define the blocks ``system`` and ``user``; each becomes a chat message of that role. A template
+A template may define the blocks ``system`` and ``user``; each becomes a chat message of that role (text outside
+them would never be sent: an error; ``{% set %}`` and ``{% macro %}`` there are for the blocks to use). A template
 without blocks is rendered whole as the single user message. Placeholders:
 
 ``question``  the case's question
@@ -101,11 +102,22 @@ class PromptTemplate:
             raise TemplateProblem(f"{source.origin + ': ' if from_file else ''}{{% include %}}, {{% import %}} and "
                                   "{% extends %} are not supported (a prompt is one template)",
                                   "put the included text in the template, or few-shot pairs in `examples:`")
-        unknown = sorted(undeclared - set(PLACEHOLDERS))
+        # a {% set %} or {% macro %} outside the blocks: defined for the blocks (messages() runs them first)
+        self.defined = _top_level_names(parsed) if self.template.blocks else set()
+        unknown = sorted(undeclared - set(PLACEHOLDERS) - self.defined)
         if unknown:
             raise TemplateProblem(f"{source.origin + ': ' if from_file else ''}unknown placeholder {', '.join(unknown)}",
                                   f"the placeholders are: {', '.join(PLACEHOLDERS)}")
         self.blocks = [name for name in ("system", "user") if name in self.template.blocks]
+        if self.blocks:  # only the blocks are sent: text outside them would silently never reach the model
+            stray = next(_outside_blocks(parsed), None)
+            if stray is not None:
+                line, text = stray
+                where = f"{source.origin}:{line}: " if from_file else f"line {line} of the template: "
+                raise TemplateProblem(f"{where}text outside the {{% block system %}}/{{% block user %}} blocks is "
+                                      f"never sent to the model: {text[:60]!r}",
+                                      "move it into the system or user block (a template with blocks sends only "
+                                      "those two; one without blocks is sent whole as the user message)")
 
     @property
     def sha256(self) -> str:
@@ -118,6 +130,9 @@ class PromptTemplate:
             if not self.blocks:
                 return [{"role": "user", "content": self.template.render(**values).strip()}]
             context = self.template.new_context(dict(values))
+            if self.defined:  # run the top level once: its {% set %} and {% macro %} are then the blocks' to use
+                for _ in self.template.root_render_func(context):
+                    pass
             return [{"role": name, "content": "".join(self.template.blocks[name](context)).strip()}
                     for name in self.blocks]
         except jinja2.UndefinedError as exc:  # render() maps its frames to template lines; a block's frames are not
@@ -137,6 +152,42 @@ class PromptTemplate:
                 line = traceback.tb_lineno if mapped else self.template.get_corresponding_lineno(traceback.tb_lineno)
             traceback = traceback.tb_next
         return f"{self.source.origin}:{line}: " if line else f"{self.source.origin}: "
+
+
+def _top_level_names(parsed) -> set[str]:
+    """The names a template's top level defines ({% set %}, {% macro %}), outside its blocks."""
+    from jinja2 import nodes
+
+    names: set[str] = set()
+    for node in parsed.body:
+        if isinstance(node, nodes.Macro):
+            names.add(node.name)
+        elif isinstance(node, (nodes.Assign, nodes.AssignBlock)):
+            names.update(n.name for n in node.target.find_all(nodes.Name))
+            if isinstance(node.target, nodes.Name):
+                names.add(node.target.name)
+    return names
+
+
+def _outside_blocks(node):
+    """(line, text) of each piece of output outside the ``system``/``user`` blocks (whitespace aside); another
+    block's output counts as outside, as neither message holds it."""
+    from jinja2 import nodes
+
+    if isinstance(node, nodes.Block) and node.name in ("system", "user"):
+        return
+    if isinstance(node, (nodes.Macro, nodes.AssignBlock)):  # defines, prints nothing here
+        return
+    if isinstance(node, nodes.Output):
+        for child in node.nodes:
+            if isinstance(child, nodes.TemplateData):
+                if child.data.strip():
+                    yield child.lineno, child.data.strip()
+            else:
+                yield child.lineno, "{{ ... }}"
+        return
+    for child in node.iter_child_nodes():
+        yield from _outside_blocks(child)
 
 
 _compiled: dict[str, PromptTemplate] = {}

@@ -143,6 +143,12 @@ class ModelRuntime:
             future: Future = Future()
             future.set_result(PredictionResult(None, "model", error_kind="model_error", model=label,
                                                error_message=f"not called: the session is stopping ({self.fatal})"))
+        elif not callable(predictor):  # a conftest fixture returning SQL text (or a model name): every case would fail
+            future = Future()
+            future.set_result(PredictionResult(
+                None, "model", error_kind="model_error", model=label, fatal=True,
+                error_message=f"the sqleval_predictor fixture returned {type(predictor).__name__}, not a callable; fix: "
+                              "return a function that takes the case and returns its SQL (`def predict(case): ...`)"))
         else:
             try:
                 case = self.predictor_case(item, config)
@@ -385,9 +391,16 @@ def _predict(predictor, case: PredictorCase, extract: str, label: str, config: M
         result = run_predictor(predictor, case, extract=extract, label=label, config=config)
     else:
         answers: list[PredictionResult] = []
-        call = threading.Thread(target=lambda: answers.append(run_predictor(predictor, case, extract=extract,
-                                                                            label=label, config=config)),
-                                name=f"sqleval-predictor-{case.id}", daemon=True)
+
+        def call_predictor() -> None:
+            try:
+                answers.append(run_predictor(predictor, case, extract=extract, label=label, config=config))
+            except Exception as exc:  # noqa: BLE001 - never a thread that dies silently and reads as a timeout
+                answers.append(PredictionResult(None, "model", error_kind="model_error", model=label, cached=False,
+                                                error_message=f"the predictor's answer could not be read: "
+                                                              f"{type(exc).__name__}"))
+
+        call = threading.Thread(target=call_predictor, name=f"sqleval-predictor-{case.id}", daemon=True)
         started = time.perf_counter()
         call.start()
         call.join(timeout)

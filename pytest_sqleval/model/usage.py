@@ -115,7 +115,7 @@ def run_models(records: Iterable[Mapping[str, Any]]) -> Any:
 
 # --------------------------------------------------------------------------- saving predictions
 def prediction_lines(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One JSONL object per model case, in report order. Ids are ``<suite>::<id>`` when several suites ran
+    """One JSONL object per model case, in report order, with the keys a predictor asked to keep. Ids are ``<suite>::<id>`` when several suites ran
     (as ``--sqleval-predictions`` reads them back); a turn's id is ``<interaction>/<n>``."""
     cases = model_records(records)
     several = len({r.get("suite") for r in records}) > 1
@@ -132,6 +132,9 @@ def prediction_lines(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
         error = record.get("error") or {}
         if record.get("predicted") is None and error.get("kind") in ("model_error", "no_sql", "no_prediction"):
             line["error"] = {"kind": error["kind"], "message": error.get("message")}
+        extra = record.get("prediction_extra")  # what a predictor asked to keep: a rescore reads it back
+        if isinstance(extra, Mapping):
+            line.update({str(k): v for k, v in extra.items() if str(k) not in line and str(k) != "error"})
         lines.append(line)
     return lines
 
