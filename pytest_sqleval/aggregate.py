@@ -29,6 +29,7 @@ Definitions (n = scored cases):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
@@ -112,9 +113,21 @@ def errors_by_kind(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+#: where white space can be a value's: string literals, quoted names, PostgreSQL's dollar quotes
+_QUOTES = ("'", '"', "`", "[", "$")
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def gold_key(sql: str) -> str:
-    """Identical gold SQL up to white space and a trailing semicolon."""
-    return " ".join(sql.split()).rstrip(";").strip()
+    """Identical gold SQL up to the white space between tokens and a trailing semicolon (``'a  b'`` and ``'a b'``
+    are two golds). The tokenizer runs only for a text with quotes whose white space is more than single spaces."""
+    words = " ".join(sql.split())
+    if words != sql.strip() and any(quote in sql for quote in _QUOTES):
+        from .sql.spacing import collapse_white_space
+
+        if "--" not in sql:  # a line comment ends at its line break: those golds keep the plain reading
+            words = collapse_white_space(sql)
+    return words.rstrip(";").strip()
 
 
 def group_key(record: Mapping[str, Any]) -> str:
@@ -251,7 +264,8 @@ def intervals(records: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any]) 
         if registry[name].interval == "bootstrap":
             interval = bootstrap_mean(values)
         else:
-            interval = wilson(sum(1 for v in values if v), len(values))
+            # a rate's value may be a number from 0 to 1: its sum is the successes (for 0/1 values, their count)
+            interval = wilson(math.fsum(values), len(values))
         if interval is not None:
             result[name] = [interval[0], interval[1]]
     return result

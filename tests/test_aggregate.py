@@ -54,6 +54,22 @@ def test_grouped_by_identical_gold_sql():
     assert gold_key("SELECT   b ;") == gold_key("SELECT b")
 
 
+@pytest.mark.parametrize("spaced, single", [
+    ("SELECT id FROM t WHERE name = 'a  b'", "SELECT id FROM t WHERE name = 'a b'"),
+    ('SELECT "first\tname" FROM t', 'SELECT "first name" FROM t'),
+    ("SELECT id FROM t WHERE name = 'x\n y'", "SELECT id FROM t WHERE name = 'x y'"),
+])
+def test_white_space_inside_a_literal_or_a_quoted_name_makes_another_gold(spaced, single):
+    """Two golds that differ inside a string or a quoted name return other rows: two groups, not one. White space
+    between tokens still does not count."""
+    assert gold_key(spaced) != gold_key(single)
+    assert gold_key(spaced.replace(" FROM", "\n   FROM") + " ;") == gold_key(spaced)
+    records = [{"suite": "s", "id": n, "gold": sql, "outcome": "passed", "valid_syntax": 1, "error_count": 0,
+                "execution_accuracy": score, "soft_f1": score} for n, (sql, score) in enumerate([(spaced, 1.0),
+                                                                                                  (single, 0.0)])]
+    assert aggregate_suite(records)["by_gold_sql"]["groups"] == 2
+
+
 def test_breakdowns():
     agg = aggregate_suite(RECORDS)
     assert list(agg["by_difficulty"]) == ["easy", "hard"]

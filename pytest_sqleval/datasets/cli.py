@@ -87,9 +87,20 @@ def add_stats(subparsers) -> None:
 
 
 def stats_command(args: argparse.Namespace) -> int:
-    from .stats import StatsError, compute_stats, load_suites, render_markdown, render_terminal, save_plot, to_json
+    from .stats import (
+        StatsError,
+        compute_stats,
+        load_suites,
+        plot_format,
+        render_markdown,
+        render_terminal,
+        save_plot,
+        to_json,
+    )
 
     try:
+        if args.plot:  # a path the figure cannot be written to stops the command before it prints anything
+            plot_format(args.plot)
         suites = load_suites(args.suites)
         stats = compute_stats(suites, similarity=args.similarity, near_duplicate=args.near_duplicate)
         if args.json:

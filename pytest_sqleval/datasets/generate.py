@@ -370,6 +370,21 @@ def _normalised_sql(tree, dialect: str) -> str:
     return normalize_identifiers(tree.copy(), dialect=dialect).sql(dialect=dialect, normalize=True, pretty=False)
 
 
+def _statement_text(sql: str, dialect: str) -> str:
+    """The SQL up to its last token: a trailing ``;`` and comments after the query (``...; -- Swiss``) are no
+    part of the gold, nor of the text duplicates are compared by. Text the tokenizer refuses is kept as it is."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = sqlglot.tokenize(sql, read=dialect)
+    except (SqlglotError, RecursionError, ValueError):
+        return sql
+    last = next((t for t in reversed(tokens) if t.token_type != TokenType.SEMICOLON), None)
+    return sql[: last.end + 1] if last is not None else sql
+
+
 def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str, max_result_rows: int,
            timeout: float, kept: list[Kept] | None = None) -> tuple[list[Kept], list[Drop]]:
     """The execution filters, in order: parses as one query, runs under the guard, non-empty, at most
@@ -393,7 +408,7 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
                 drops.append(Drop("unparsable", sql, found.message or "no SQL"))
                 continue
             sql = found.sql
-        sql = sql.rstrip(";").strip()
+        sql = _statement_text(sql.rstrip(";").strip(), dialect)
         try:
             trees = [t for t in sqlglot.parse(sql, read=dialect)
                      if t is not None and not isinstance(t, sqlglot.exp.Semicolon)] if sql else []

