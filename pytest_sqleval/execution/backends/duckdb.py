@@ -114,7 +114,21 @@ class DuckDBBackend(Backend):
         return None
 
     def read_schema(self, engine):
-        """DuckDB's own catalogue (duckdb-engine's inspection queries pg_catalog tables DuckDB lacks)."""
+        """DuckDB's own catalogue (duckdb-engine's inspection queries pg_catalog tables DuckDB lacks).
+
+        A file engine of the user's own (an overridden ``sqleval_engine``) is read through a read-only engine of
+        ours, closed at once: a read-write connection of this process would hold the file's lock (the query
+        process could not open it), and the query process's read-only one would refuse it."""
+        target = None if registered_target(engine) is not None else self.target(engine)
+        if target is not None:
+            own = duckdb_engine(target[1])
+            try:
+                return self._read_catalogue(own)
+            finally:
+                own.dispose()
+        return self._read_catalogue(engine)
+
+    def _read_catalogue(self, engine):
         from ...schema import ForeignKey, Schema, Table
 
         with engine.connect() as conn:
@@ -268,10 +282,11 @@ def _run_duckdb_build(partial: Path, scripts: tuple[Path, ...], *, one_transacti
     from .insert_merge import merge_single_row_inserts
 
     conn = duckdb.connect(str(partial))
+    across_tables = [True]  # rows of several tables may be merged until a script names a foreign key or sequence
     try:
         def execute(text: str) -> None:
             if merged is not None:
-                merged_text = merge_single_row_inserts(text, "duckdb")
+                merged_text = merge_single_row_inserts(text, "duckdb", across_tables)
                 merged.append(merged_text is not text)
                 text = merged_text
             conn.execute(f"BEGIN TRANSACTION;\n{text}\n;\nCOMMIT;" if one_transaction else text)
@@ -301,10 +316,49 @@ def _run_in_memory(scripts: tuple[Path, ...]) -> None:
 
     conn = duckdb.connect(":memory:")
     try:
+        _parse_all(conn, scripts)
         if _stays_inside(conn, scripts):
             _run_statements(conn, scripts)
     finally:
         conn.close()
+
+
+def _parse_all(conn: Any, scripts: tuple[Path, ...]) -> None:
+    """A script DuckDB cannot parse fails every attempt, each after running (and, as written, committing one by
+    one) the statements before its error: the DatabaseError now, with DuckDB's message and the statement's line
+    (found by parsing alone; so a parse error is named before any error a statement ahead of it would raise when
+    run). Scripts that LOAD or INSTALL an extension (which may add syntax) are left to run."""
+    import duckdb
+
+    from .insert_merge import _statements
+
+    texts = [read_script(script) for script in scripts]
+    if any(_loads_extension(text) for text in texts):
+        return
+
+    def locate(done: list[str], text: str) -> int | None:
+        return failing_statement(((start, text[start:end]) for start, end, _ in _statements(text, "duckdb")),
+                                 conn.extract_statements)
+
+    def parse(text: str) -> None:
+        try:
+            conn.extract_statements(text)
+        except duckdb.ParserException:
+            raise
+        except duckdb.Error:  # not a parse error: left to the attempts that run the script
+            pass
+
+    run_setup_scripts(scripts, parse, duckdb.ParserException, "DuckDB", locate)
+
+
+def _loads_extension(text: str) -> bool:
+    from sqlglot import TokenType
+    from sqlglot.dialects.dialect import Dialect
+
+    try:
+        return any(t.token_type in (TokenType.LOAD, TokenType.INSTALL) for t in Dialect.get_or_raise("duckdb").tokenize(text))
+    except Exception:  # noqa: BLE001 - unread: leave it to the engine
+        return True
 
 
 def _stays_inside(conn: Any, scripts: tuple[Path, ...]) -> bool:
