@@ -135,10 +135,22 @@ def plain_test_engine(request: pytest.FixtureRequest, factory):
         spec = _spec(database, setup, origin)
         return factory.engine(spec)
     except DatabaseError as exc:
-        problem = str(exc)
+        problem = str(exc) + _relative_url_hint(database)
     from .secrets import mask_url
 
     pytest.fail(f"{origin}: cannot open the database {mask_url(database)!r}: {problem}", pytrace=False)  # (not chained)
+
+
+def _relative_url_hint(database: str) -> str:
+    """For ``sqlite:///shop.sqlite`` that is not found: such a URL is read from the working directory, while a
+    path alone is relative to the test file (or the ini file), which is what the writer usually meant."""
+    for scheme in ("sqlite:///", "duckdb:///"):
+        if database.startswith(scheme):
+            rest = database[len(scheme):].split("?", 1)[0]
+            if rest and rest != ":memory:" and not Path(rest).is_absolute() and not Path(rest).exists():
+                return (f"; a relative file URL is read from the working directory ({os.getcwd()}): write the path "
+                        f"alone, \"{rest}\", for a file relative to the test file (in the ini option: to the ini file)")
+    return ""
 
 
 def _database_target(node) -> tuple[str, list[str], str] | None:
@@ -233,6 +245,10 @@ class QueryRunner:
         from .execution.runner import run_query
         from .running_test import running_settings
 
+        if sql is None:  # a model that answered nothing: as the helpers call it (never a driver's TypeError)
+            raise QueryError("no_prediction", "no prediction (sqleval_query got None)")
+        if not isinstance(sql, str):
+            raise TypeError(f"sqleval_query: sql must be SQL text (a str), not {type(sql).__name__}")
         timeout, max_rows = run_limits(timeout, max_rows)
         settings = running_settings()
         try:

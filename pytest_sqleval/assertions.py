@@ -17,9 +17,11 @@ is untrusted: it is guarded and runs on the read-only engine under the same limi
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +181,7 @@ class ExactMatchCheck(Verdict):
     def explain(self) -> str:
         lines = [self.summary() + f" (profile {self.profile})"]
         lines.append(f"  gold SQL:      {_one_line(self.gold)}")
-        lines.append(f"  predicted SQL: {_one_line(self.predicted)}")
+        lines.append(f"  predicted SQL: {_predicted_line(self.predicted)}")
         if len(self.golds) > 1:
             lines.append(f"  accepted golds: {len(self.golds)}; best: #{self.best + 1} (any one may match)")
         if self.reason and not self.clauses:
@@ -209,7 +211,7 @@ class PolicyCheck(Verdict):
 
     def explain(self) -> str:
         lines = [f"policy {'passed' if self.passed else 'failed'}",
-                 f"  predicted SQL: {_one_line(self.predicted)}",
+                 f"  predicted SQL: {_predicted_line(self.predicted)}",
                  f"  policy: {self.policy}"]
         lines.extend(f"  violation: {v}" for v in self.violations)
         return "\n".join(map(_printable, lines))  # the prediction is untrusted text
@@ -246,8 +248,10 @@ def assert_execution_match(gold: Any, predicted: str, *, engine=None, profile: s
 def check_soft_f1(gold: Any, predicted: str, *, engine=None, at_least: float = 0.8, **options: Any) -> SoftF1Check:
     """Like :func:`assert_soft_f1`, but returns the verdict without raising."""
     __tracebackhide__ = True
-    if isinstance(at_least, bool) or not isinstance(at_least, (int, float)) or not 0 <= at_least <= 1:
+    if isinstance(at_least, bool) or not isinstance(at_least, (numbers.Real, Decimal)) \
+            or not 0 <= float(at_least) <= 1:  # a Decimal or Fraction too (NaN is refused: no comparison holds)
         raise ValueError(f"at_least must be a number between 0 and 1, not {at_least!r}")
+    at_least = float(at_least)
     run, comparison = _split_options(options)
     resolved = _resolve_profile(comparison.pop("profile", "sqleval"), comparison)
     engine = _engine(engine, "assert_soft_f1")
@@ -283,6 +287,7 @@ def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequen
             raise TypeError(f"clauses= must be a list of clause names such as [\"select\", \"where\"], "
                             f"not {type(clauses).__name__}")
         clauses = [c.strip().lower() if isinstance(c, str) else c for c in clauses]  # as pass_if reads them
+        clauses = list(dict.fromkeys(clauses)) if all(isinstance(c, str) for c in clauses) else clauses  # once each
         unknown = [c for c in clauses if c not in valid]
         if unknown or not clauses:
             raise ValueError(
@@ -304,7 +309,8 @@ def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequen
     ok, verdict, checked = results[best]
     return ExactMatchCheck(
         passed=ok, gold=golds[best], predicted=predicted, profile=options.profile, clauses=dict(verdict.clauses),
-        checked=checked, reason=verdict.reason, best=best, golds=tuple(golds),
+        checked=checked, reason="no_prediction: no prediction" if predicted is None else verdict.reason, best=best,
+        golds=tuple(golds),
         per_gold=[dict(r[1].clauses) for r in results], subset=clauses is not None,
     )
 
@@ -441,8 +447,8 @@ def _engine(engine, helper: str, *, required: bool = True, argument: str = "engi
 
     found = connection_engine(running_test_engine())  # an overridden sqleval_engine may give a Connection
     if found is None and required:
-        raise ValueError(
-            f"{helper} needs a database: pass engine=... (e.g. engine=sqleval_engine_factory(\"shop.sqlite\")), "
+        raise ValueError(  # the helper's own argument: assert_exact_match takes schema=, not engine=
+            f"{helper} needs a database: pass {argument}=... (e.g. {argument}=sqleval_engine_factory(\"shop.sqlite\")), "
             "or call it in a test that uses the sqleval_engine fixture, pointed at a database by "
             "@pytest.mark.sqleval_database(\"shop.sqlite\") or the ini option sqleval_database"
         )
@@ -632,25 +638,16 @@ def run_limits(timeout: Any, max_rows: Any) -> tuple[float, int]:
     return float(timeout), max_rows
 
 
-_EVALUATORS: dict[tuple[float, int], Any] = {}
-_ENGINES: dict[int, Any] = {}  # engines whose gold results are cached: kept alive so their ids stay unique
-
-
 def _evaluator(timeout: float, max_rows: int, engine):
-    """One evaluator per limits, so each gold runs once per session (its cache keys on the engine's id)."""
+    """A fresh evaluator for one helper call: each gold runs afresh, never from an earlier call's result. Unlike a
+    suite's read-only databases, a plain test's data may change between calls (its own engine, rows it seeds)."""
     from .evaluate import Evaluator
 
-    _ENGINES.setdefault(id(engine), engine)
-    key = (timeout, max_rows)
-    if key not in _EVALUATORS:
-        _EVALUATORS[key] = Evaluator(timeout=timeout, max_rows=max_rows)
-    return _EVALUATORS[key]
+    return Evaluator(timeout=timeout, max_rows=max_rows)
 
 
 def clear_caches() -> None:
-    """Forget cached gold results and schemas (the plugin calls this at the end of each session)."""
-    _EVALUATORS.clear()
-    _ENGINES.clear()
+    """Forget cached schemas (the plugin calls this at the end of each session)."""
     _SCHEMAS.clear()
 
 
@@ -751,7 +748,7 @@ def _schema(schema) -> tuple[Any, str | None]:
     from .schema import Schema
 
     if schema is None:
-        engine = _engine(None, "assert_exact_match")
+        engine = _engine(None, "assert_exact_match", argument="schema")
         return _schema(engine)
     if isinstance(schema, Schema):
         return schema, None
@@ -759,9 +756,12 @@ def _schema(schema) -> tuple[Any, str | None]:
         schema = schema.engine  # a SQLAlchemy Connection: its engine's schema
     if hasattr(schema, "dialect") and hasattr(schema, "connect"):
         from .evaluate import Identity
+        from .execution.targets import registered_target
 
         key = Identity(schema)  # holds the engine: no other object can take its id while the entry exists
-        if key not in _SCHEMAS:
+        # Only a database the plugin opened (read-only) keeps its schema; an engine of the test's own is read on
+        # each call, since the test may create tables between calls.
+        if key not in _SCHEMAS or registered_target(schema) is None:
             from .errors import DatabaseError
             from .execution.backends import read_schema
 
@@ -773,6 +773,8 @@ def _schema(schema) -> tuple[Any, str | None]:
                 problem = str(exc) if isinstance(exc, DatabaseError) else \
                     f"cannot read the schema of {_display(schema)}: {first}"
                 raise DatabaseError(problem) from None
+            if registered_target(schema) is None:
+                return read, sqlglot_dialect(schema.dialect.name)
             _SCHEMAS[key] = (schema, read)
         return _SCHEMAS[key][1], sqlglot_dialect(schema.dialect.name)
     if isinstance(schema, Mapping) and set(schema) == {"tables", "db_id"}:
@@ -792,6 +794,11 @@ def _schema(schema) -> tuple[Any, str | None]:
 
 def _one_line(sql: str | None) -> str:
     return " ".join((sql or "").split())
+
+
+def _predicted_line(sql: str | None) -> str:
+    """The prediction on one line; ``(none)`` for a prediction that did not come, as a suite's miss shows it."""
+    return "(none)" if sql is None else _one_line(sql)
 
 
 def _printable(text: str) -> str:

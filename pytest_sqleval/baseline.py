@@ -243,10 +243,13 @@ def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mappi
 
 
 def paired_statistics(kind: str, paired: Sequence[tuple[float, float]]) -> dict[str, Any]:
-    """Current, baseline, delta, its interval and the paired test of a ``rate`` (McNemar) or ``mean`` (sign flip)."""
+    """Current, baseline, delta, its interval and the paired test of a ``rate`` (McNemar) or ``mean`` (sign flip;
+    also a rate whose values are not all 0/1)."""
     n = len(paired)
     current = math.fsum(c for c, _ in paired) / n
     baseline = math.fsum(b for _, b in paired) / n
+    if kind == "rate" and any(v not in (0, 1) for pair in paired for v in pair):
+        kind = "mean"  # a rate's values from 0 to 1 (not 0/1 verdicts): McNemar counts only flips; compare means
     if kind == "rate":
         fixed = sum(1 for c, b in paired if c and not b)
         regressed = sum(1 for c, b in paired if b and not c)

@@ -257,14 +257,20 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     record: dict[str, Any] = {}
     hook = item.config.hook.pytest_sqleval_score_case
     try:
-        hook(case=item.case, suite=suite, prediction=item.prediction, record=record, context=context,
-             config=item.config)
+        returned = hook(case=item.case, suite=suite, prediction=item.prediction, record=record, context=context,
+                        config=item.config)
     except Exception as exc:
         from .hookspec import hook_failure, user_hook_raised
 
         if user_hook_raised(hook, exc):  # the user's scoring raised: name it (ours: an internal error)
             raise UserHookError(hook_failure(hook, exc)) from exc
         raise
+    odd = [value for value in returned or () if value is not record]
+    if odd:  # `return {"m": 1.0}` sets nothing: said, not a metric silently missing from every report
+        from .hookspec import hook_implementers, shown_value
+
+        raise UserHookError(f"{hook_implementers(hook)} returned {shown_value(odd[0])}, which sets nothing: set the "
+                            "case's values in the record it is given (record['my_metric'] = value)")
     checked = active_registry().user_case_metrics()
     if len(item.config.hook.pytest_sqleval_score_case.get_hookimpls()) > 1:  # a user's hook ran after the built-in
         checked = active_registry().case_metrics()  # scoring: it may have left a built-in a value no aggregate takes

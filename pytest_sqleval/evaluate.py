@@ -75,6 +75,8 @@ class Evaluator:
     efficiency: bool = False
     #: names a setup-script database as it really ran (built where, on which engine); None: as the suite wrote it
     describe: Any = None
+    #: names an engine other than the one opened for a database (an overridden ``sqleval_engine``); None: none
+    engine_label: Any = None
     _gold_cache: dict[Any, GoldRun | GoldError] = field(default_factory=dict)
     _schemas: dict[Any, Schema] = field(default_factory=dict)
     _gold_readability: dict[Any, Exception | None] = field(default_factory=dict)
@@ -93,7 +95,7 @@ class Evaluator:
         for spec, engine in zip(case.databases, engines):
             dialect = suite_dialect(suite, engine)
             try:
-                runs.append(self.run_gold(case.gold, suite.execution, engine, dialect, self._display(spec),
+                runs.append(self.run_gold(case.gold, suite.execution, engine, dialect, self._display(spec, engine),
                                           timeout=timeout, max_rows=max_rows, max_memory=max_memory))
             except GoldError as exc:
                 raise GoldError(f"{exc} [case {case.id}]") from None
@@ -107,15 +109,19 @@ class Evaluator:
             runs = []
             for spec, engine in zip(case.databases, engines):
                 try:
-                    runs.append(self.run_gold(gold, suite.execution, engine, suite_dialect(suite, engine), self._display(spec),
+                    runs.append(self.run_gold(gold, suite.execution, engine, suite_dialect(suite, engine), self._display(spec, engine),
                                               timeout=timeout, max_rows=max_rows, max_memory=max_memory))
                 except GoldError as exc:
                     raise GoldError(f"{exc} [case {case.id}, gold #{len(alternatives) + 2}]") from None
             alternatives.append(tuple(runs))
         return tuple(alternatives)
 
-    def _display(self, spec) -> str:
-        """The database for messages: a setup-script one as it was built (``--sqleval-database-url`` moves it)."""
+    def _display(self, spec, engine=None) -> str:
+        """The database for messages: a setup-script one as it was built (``--sqleval-database-url`` moves it), an
+        overriding fixture's engine as that engine."""
+        label = self.engine_label(spec, engine) if self.engine_label is not None and engine is not None else None
+        if label is not None:
+            return label
         return self.describe(spec) if spec.setup and self.describe is not None else spec.display
 
     def run_gold(self, gold: str, options: ComparisonOptions, engine, dialect: str, display: str, *,
@@ -196,7 +202,7 @@ class Evaluator:
             try:
                 self._schemas[key] = read_schema(engine)
             except Exception as exc:  # noqa: BLE001 - driver errors vary; report them plainly
-                raise DatabaseError(f"cannot read the schema of {case.database.display}: {exc}") from None
+                raise DatabaseError(f"cannot read the schema of {self._display(case.database, engine)}: {exc}") from None
         return self._schemas[key]
 
     def prepare(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
@@ -245,7 +251,7 @@ class Evaluator:
         timeout, max_rows, engine = timeout or self.timeout, max_rows or self.max_rows, engines[0]
         dialect, options = suite_dialect(suite, engine), suite.execution
         key = (Identity(engine), case.gold, dialect, options, timeout, max_rows, max_memory,
-               self._display(case.databases[0]))
+               self._display(case.databases[0], engine))
         if key in self._gold_cache:
             return False
         try:

@@ -68,16 +68,17 @@ def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
         return database
     text = os.fspath(database)
     scripts = tuple(Path(s).resolve() for s in setup or ())
-    if "://" in text:
-        from .secrets import expand_env
+    from .secrets import expand_env
 
-        def missing(name: str) -> Exception:
-            return pytest.UsageError(f"the database URL {text!r} uses ${{{name}}}, which is not set; "
-                                     f"set it or write ${{{name}:-default}}")
+    def missing(name: str) -> Exception:
+        return pytest.UsageError(f"the database {'URL ' if '://' in text else ''}{text!r} uses ${{{name}}}, which is not set; "
+                                 f"set it or write ${{{name}:-default}}")
 
-        url = expand_env(text, lambda name: os.environ.get(name), missing)  # values URL-encoded, never shown
-        return DatabaseSpec(url=url, setup=scripts, source=text)
-    path = Path(text).resolve()
+    # as a suite's `database:`: a variable may hold the whole URL, or part of a path
+    expanded = expand_env(text, lambda name: os.environ.get(name), missing)  # values URL-encoded, never shown
+    if "://" in expanded:
+        return DatabaseSpec(url=expanded, setup=scripts, source=text)
+    path = Path(expanded).resolve()
     scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
     return DatabaseSpec(url=file_url(scheme, path), setup=scripts, source=text)
 

@@ -64,7 +64,8 @@ def pytest_sqleval_score_case(case: Any, suite: Any, prediction: str | None, rec
     ``soft_f1``, ``exact_match``, ...) and before the suite's ``pass_if`` is evaluated, so a rule may use what
     you add. ``context`` (:class:`~pytest_sqleval.record.ScoreContext`) holds the engines, the gold results and
     the prediction's result (``context.prediction_result``, None when it did not run). ``prediction`` is None
-    when the case has none. An exception here is that case's ``error``, never the run's.
+    when the case has none. An exception here is that case's ``error``, never the run's; so is a returned value
+    (other than ``record`` itself), which would set nothing.
     """
 
 
@@ -89,8 +90,9 @@ def pytest_sqleval_terminal_section(terminalreporter: Any, summary: Any, records
 def pytest_sqleval_update_json(config: pytest.Config, report: dict[str, Any]) -> None:
     """Change the ``sqleval-report/1`` report dict in place before it is written (``--sqleval-json``) and
     rendered (Markdown, HTML); it holds ``run``, ``suites``, ``cases``, ``overall`` and the gates. What you add
-    is written as the rest is (NaN as ``"nan"``, a set as a sorted list); an exception here fails the run with a
-    line naming your implementation, and no JSON file is written."""
+    is written as the rest is (NaN as ``"nan"``, a set as a sorted list); an exception here, or a returned value
+    other than ``report`` itself (a new dict is not used), fails the run with a line naming your implementation,
+    and no JSON file is written."""
 
 
 def hook_failure(hook: Any, exc: BaseException) -> str:
@@ -125,6 +127,16 @@ def hook_location(hook: Any, exc: BaseException) -> str:
             where = f" ({path}:{tb.tb_lineno}{named})"
         tb = tb.tb_next
     return where
+
+
+def shown_value(value: Any, width: int = 80) -> str:
+    """A value a hook returned, for a message: its repr, cut to one short line."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a user's object whose repr raises
+        text = f"a {type(value).__name__}"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def hook_implementers(hook: Any) -> str:

@@ -165,7 +165,8 @@ class MetricRegistry:
 
     def add(self, metric: Metric) -> Metric:
         if metric.name in self._metrics:
-            raise MetricError(f"metric {metric.name!r} is registered twice; pick another name")
+            builtin = " (it is a built-in metric)" if any(m.name == metric.name for m in BUILTIN_METRICS) else ""
+            raise MetricError(f"metric {metric.name!r} is registered twice{builtin}; pick another name")
         if metric.name in SUITE_METRICS_KEYS:
             raise MetricError(f"metric {metric.name!r}: a suite's `metrics` already hold {metric.name!r} (the error "
                               "count's breakdown by kind) beside the metrics; pick another name")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -57,11 +58,16 @@ def temporal_as_text(value: Any) -> Any:
 
 
 def with_temporal_text(result: QueryResult) -> QueryResult:
-    """``result`` with its dates, times and timestamps as ISO text (``result`` itself when it has none).
+    """``result`` with its dates, times and timestamps as ISO text, and its UUIDs as their text
+    (``a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11``) (``result`` itself when it has none).
 
     Used on both sides of a comparison with hand-written expected rows: YAML and SQLite have only text for
-    dates, DuckDB and PostgreSQL return date objects, and the two must meet."""
-    temporal = (datetime.date, datetime.time)  # datetime.datetime is a date
+    dates and UUIDs, DuckDB and PostgreSQL return date and UUID objects, and the two must meet."""
+    temporal = (datetime.date, datetime.time, uuid.UUID)  # datetime.datetime is a date
+
+    def as_text(value: Any) -> Any:
+        return str(value) if isinstance(value, uuid.UUID) else temporal_as_text(value)
+
     if not any(isinstance(v, temporal) for row in result.rows for v in row):
         return result
-    return QueryResult(columns=result.columns, rows=[tuple(map(temporal_as_text, row)) for row in result.rows])
+    return QueryResult(columns=result.columns, rows=[tuple(map(as_text, row)) for row in result.rows])

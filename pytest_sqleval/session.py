@@ -242,12 +242,17 @@ class SqlevalSession:
         report = copy.deepcopy(report)
         shape = _report_shape(report)
         try:
-            hook(config=self.config, report=report)
+            returned = [value for value in hook(config=self.config, report=report) or () if value is not report]
         except Exception as exc:  # noqa: BLE001 - the user's code raised: name it, not an INTERNALERROR
             error = hook_failure(hook, exc)
         else:
             changed = _changed_shape(shape, report)  # the renderers and the gate's summary read the report's own
-            if changed is not None:
+            if returned:  # `return {**report, ...}` changes nothing: said, not a report silently without it
+                from .hookspec import shown_value
+
+                error = (f"{hook_implementers(hook)} returned {shown_value(returned[0])}, which is not used; change "
+                         "the `report` it is given in place")
+            elif changed is not None:
                 error = (f"{hook_implementers(hook)} {changed}; add keys of your own to the report rather than change "
                          "the type of its own")
             else:

@@ -51,7 +51,7 @@ class SqlevalState:
             from .evaluate import Evaluator
 
             self._evaluator = Evaluator(timeout=timeout_of(self.settings), max_rows=max_rows_of(self.settings),
-                                        describe=self.engines.describe)
+                                        describe=self.engines.describe, engine_label=self.engine_label)
         return self._evaluator
 
     def register_suite(self, suite: Suite) -> None:
@@ -68,11 +68,24 @@ class SqlevalState:
         """The engines of all the case's databases: ``first_engine`` (the ``sqleval_engine`` fixture) and the rest."""
         if first_engine is None:
             return []
-        return [first_engine, *(self.engines.engine(spec) for spec in case.databases[1:])]
+        return [fixture_engine(first_engine), *(self.engines.engine(spec) for spec in case.databases[1:])]
+
+    def engine_label(self, spec, engine) -> str | None:
+        """An engine other than the one opened for ``spec`` (an overridden ``sqleval_engine``), named for messages
+        (password hidden); None when it is the one opened for ``spec``."""
+        if engine is None or self.engines.opened(spec) is engine:
+            return None
+        from .secrets import mask_url
+
+        label = self.engines.label_of(engine)
+        if label is None and getattr(engine, "url", None) is None:
+            return None
+        return f"{label or mask_url(str(engine.url))} (from the sqleval_engine fixture)"
 
     def database_label(self, case, engine=None) -> str | None:
         """The database a case really ran on, for reports: the suite's, or the overriding fixture's engine (one
         the user opened, or one of ``sqleval_engine_factory``'s for another database than the case's)."""
+        engine = None if engine is None else fixture_engine(engine)
         if engine is not None and (case.database is None or self.engines.opened(case.database) is not engine):
             from .secrets import mask_url
 
@@ -128,3 +141,21 @@ def sqleval_state(config: pytest.Config) -> SqlevalState:
 def is_worker(config: pytest.Config) -> bool:
     """An xdist worker (its controller collects the records and writes the reports)."""
     return hasattr(config, "workerinput")
+
+
+def fixture_engine(engine: Any) -> Any:
+    """What the ``sqleval_engine`` fixture gave, as an engine: a SQLAlchemy ``Connection`` stands for its engine
+    (as in the assertion helpers); anything that is no engine (a URL, a path) is a :class:`DatabaseError` of the
+    case naming the fix, not an internal error later."""
+    from sqlalchemy.engine import Connection, Engine
+
+    if isinstance(engine, Connection):
+        return engine.engine
+    if isinstance(engine, Engine) or (hasattr(engine, "dialect") and hasattr(engine, "url")):
+        return engine
+    from .errors import DatabaseError
+
+    shown = repr(engine) if len(repr(engine)) <= 80 else repr(engine)[:77] + "..."
+    raise DatabaseError(f"the sqleval_engine fixture returned {shown}, a {type(engine).__name__}, not a SQLAlchemy "
+                        "engine: return sqleval_engine_factory(url_or_path) (read-only, built from setup scripts) "
+                        "or sqlalchemy.create_engine(url)")

@@ -43,8 +43,8 @@ EXACT_FLIP_LIMIT = 12
 FLIP_STEP_COST = 8
 
 
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """Wilson score interval of k successes in n trials; None when n == 0."""
+def wilson(k: float, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """Wilson score interval of k successes in n trials (k may be fractional: the sum of shares); None when n == 0."""
     if n <= 0:
         return None
     if not 0 <= k <= n:

@@ -76,16 +76,42 @@ def open_target(target: tuple, *, max_memory: int | None = None):
     return backend.open_target(target, max_memory=max_memory)
 
 
+def _file_version(target: tuple) -> tuple | None:
+    """A SQLite target's file and WAL as (size, mtime, inode) each; None for any other target."""
+    if not target or target[0] != "sqlite" or len(target) < 2:
+        return None
+    stamps = []
+    for path in (str(target[1]), f"{target[1]}-wal"):
+        try:
+            stat = os.stat(path)
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return tuple(stamps)
+
+
 class Worker:
     """Keeps one open engine per database target; runs one request at a time."""
 
     def __init__(self) -> None:
         self.engines: dict[Any, Any] = {}
+        self.versions: dict[Any, Any] = {}  # key -> the SQLite file's version when its engine was opened
 
     def engine(self, target: tuple, max_memory: int | None):
         from ..errors import DatabaseError
 
         key = (target, max_memory)
+        version = _file_version(target)
+        if key in self.engines and self.versions.get(key) != version:
+            # The SQLite file changed since it was opened (a test's own writable engine on it): an engine opened
+            # `immutable=1` would go on reading its old pages. Reopen it.
+            stale = self.engines.pop(key)
+            try:
+                stale.dispose()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        self.versions[key] = version
         if key not in self.engines:
             try:
                 self.engines[key] = open_target(target, max_memory=max_memory)

@@ -116,16 +116,23 @@ def rows_only(gold_only: Sequence[Sequence[Any]], predicted_only: Sequence[Seque
     ``typed``, every cell is shown with its type: text quoted, anything but printable ASCII escaped."""
     if typed is None:
         typed = rows_look_alike(gold_only, predicted_only)
-    show = _typed_row if typed else _row
-    return "; ".join(map(show, gold_only)), "; ".join(map(show, predicted_only))
+    if not typed:
+        return "; ".join(map(_row, gold_only)), "; ".join(map(_row, predicted_only))
+    for width in (TYPED_CELL_WIDTH, WIDE_TYPED_CELL_WIDTH):  # long values that differ past the first width: wider
+        gold_texts, predicted_texts = ([_typed_row(r, width) for r in rows] for rows in (gold_only, predicted_only))
+        if not set(gold_texts) & set(predicted_texts):
+            break
+    return "; ".join(gold_texts), "; ".join(predicted_texts)
 
 
 def rows_look_alike(gold_only: Sequence[Sequence[Any]], predicted_only: Sequence[Sequence[Any]]) -> bool:
-    """Would a row only in gold print like a row only in the prediction?"""
+    """Would a row only in gold print like a row only in the prediction? (Characters no one sees, such as a
+    zero-width space or a soft hyphen, do not count.)"""
     import unicodedata
 
     def looks(row: Sequence[Any]) -> str:
-        return unicodedata.normalize("NFKC", _row(row))
+        text = unicodedata.normalize("NFKC", _row(row))
+        return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
     return bool({looks(r) for r in gold_only} & {looks(r) for r in predicted_only})
 
@@ -133,14 +140,20 @@ def rows_look_alike(gold_only: Sequence[Sequence[Any]], predicted_only: Sequence
 #: Longest typed cell (see :func:`typed_cells`): longer than :data:`CELL_WIDTH`, so that ``Decimal('…')`` keeps the
 #: digits a JSON float drops (``Decimal('0.10000000000000000001')``).
 TYPED_CELL_WIDTH = 64
+#: Longest typed cell of :func:`rows_only` when two long values still print alike at :data:`TYPED_CELL_WIDTH`.
+WIDE_TYPED_CELL_WIDTH = 1024
 
 
-def typed_cells(row: Sequence[Any]) -> list[str]:
+def typed_cells(row: Sequence[Any], width: int = TYPED_CELL_WIDTH) -> list[str]:
     """Each cell of ``row`` with its type: ``ascii()`` of the value (text quoted, a ``Decimal('0.1')`` apart from the
-    float ``0.1``, anything but printable ASCII escaped), ``NULL`` for None."""
+    float ``0.1``, anything but printable ASCII escaped), ``NULL`` for None. A longer cell keeps its start and its
+    end (``'https://example.com/…/item/00001'``): two long values often differ only at the end."""
     def cell(value: Any) -> str:
         text = "NULL" if value is None else ascii(value)
-        return text if len(text) <= TYPED_CELL_WIDTH else text[: TYPED_CELL_WIDTH - 1] + "…"
+        if len(text) <= width:
+            return text
+        tail = width // 3
+        return text[: width - tail - 1] + "…" + text[-tail:]
 
     return list(map(cell, row))
 
@@ -151,5 +164,5 @@ def typed_rows_text(rows: Sequence[Sequence[Any]]) -> str:
                      if isinstance(row, (list, tuple)))
 
 
-def _typed_row(row: Sequence[Any]) -> str:
-    return "(" + ", ".join(typed_cells(row)) + ")"
+def _typed_row(row: Sequence[Any], width: int = TYPED_CELL_WIDTH) -> str:
+    return "(" + ", ".join(typed_cells(row, width)) + ")"
