@@ -19,6 +19,7 @@ import yaml
 from conftest import make_sqlite
 from pytest_sqleval.datasets.importers import import_dataset
 from pytest_sqleval.loader import load_suite
+from test_datasets_third_look import _failure, _report
 
 PEOPLE_SQL = """
 CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, score REAL);
@@ -36,21 +37,6 @@ def _entry(db_id: str) -> dict:
 def _datasets(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest_sqleval.datasets", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300, env={**os.environ})
-
-
-def _report(pytester: pytest.Pytester, *args: str) -> dict:
-    report = pytester.path / "report.json"
-    if report.exists():
-        report.unlink()
-    result = pytester.runpytest_subprocess("--sqleval", *args, "-p", "no:cacheprovider", f"--sqleval-json={report}")
-    assert report.exists(), result.stdout.str()
-    return json.loads(report.read_text())
-
-
-def _failure(done: subprocess.CompletedProcess) -> str:
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    assert "Traceback" not in done.stderr
-    return done.stderr
 
 
 # --------------------------------------------------------------------------- white space inside literals

@@ -62,6 +62,7 @@ def _datasets(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedPro
 
 def _report(pytester: pytest.Pytester, *args: str) -> dict:
     report = pytester.path / "report.json"
+    report.unlink(missing_ok=True)  # a report of an earlier run in the same folder is not this run's
     result = pytester.runpytest_subprocess("--sqleval", *args, "-p", "no:cacheprovider", f"--sqleval-json={report}")
     assert report.exists(), result.stdout.str()
     return json.loads(report.read_text())

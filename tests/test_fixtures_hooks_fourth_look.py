@@ -6,7 +6,6 @@ JSON report; each run serially and under ``-n 2`` with identical aggregates."""
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import textwrap
@@ -15,6 +14,7 @@ import uuid
 import pytest
 
 from conftest import require_module
+from test_hooks_third_look import output, run
 
 WORKERS = pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 
@@ -49,17 +49,6 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     fill_sqlite(pytester.path / "shop.sqlite", ROWS["shop.sqlite"])
     pytester.path.joinpath("s.sqleval.yaml").write_text(SUITE, encoding="utf-8")
     return pytester
-
-
-def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict | None]:
-    path = pytester.path / "report.json"
-    path.unlink(missing_ok=True)
-    result = pytester.runpytest_subprocess("--sqleval", f"--sqleval-json={path}", "-p", "no:cacheprovider", *args)
-    return result, (json.loads(path.read_text(encoding="utf-8")) if path.exists() else None)
-
-
-def output(result: pytest.RunResult) -> str:
-    return result.stdout.str() + result.stderr.str()
 
 
 def verdicts(report: dict) -> dict[str, str]:

@@ -15,21 +15,13 @@ import pytest
 
 from conftest import require_module
 from pytest_sqleval.errors import DatabaseError
+from test_setup_scripts_third_look import run
 
 
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return path
-
-
-def run(pytester, *args: str, json_name: str = "r.json"):
-    """``pytest --sqleval`` (a subprocess with ``-n``); the result and its JSON report (None: none written)."""
-    report = pytester.path / json_name
-    report.unlink(missing_ok=True)
-    runner = pytester.runpytest_subprocess if "-n" in args else pytester.runpytest
-    result = runner("--sqleval", f"--sqleval-json={report}", "-p", "no:cacheprovider", *args)
-    return result, (json.loads(report.read_text()) if report.exists() else None)
 
 
 def outcomes_by_id(report) -> dict[str, str]:
