@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import textwrap
 import time
 from pathlib import Path
 
@@ -15,17 +14,7 @@ import pytest
 
 from conftest import require_module
 from pytest_sqleval.errors import DatabaseError
-from test_setup_scripts_third_look import run
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return path
-
-
-def outcomes_by_id(report) -> dict[str, str]:
-    return {f"{c['suite']}::{c['id']}": c["outcome"] for c in report["cases"]}
+from test_setup_scripts_third_look import outcomes_by_id, run, write
 
 
 def build(engine: str, path: Path, scripts: tuple[Path, ...]) -> None:
