@@ -140,7 +140,7 @@ def fill_bare_clauses(sql: str, dialect: str) -> str:
 
     A comment right after the keyword is read as a word, and fails: not bare."""
     tokens, text = _tokens_and_text(sql, dialect)
-    if not tokens or text is not sql:
+    if not tokens or text is not sql or not _may_be_bare(tokens):
         return sql
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in text order
     walk = list(_clause_walk(tokens))
@@ -186,6 +186,19 @@ def fill_bare_clauses(sql: str, dialect: str) -> str:
         pieces += [sql[kept:start], replacement]
         kept = end
     return "".join([*pieces, sql[kept:]])
+
+
+#: The tokens :func:`fill_bare_clauses` may edit; each only when what follows it ends the clause (an item stop).
+_MAY_BE_BARE = frozenset({TokenType.ORDER_BY, TokenType.GROUP_BY, TokenType.WHERE, TokenType.HAVING,
+                          TokenType.LIMIT, TokenType.COMMA})
+
+
+def _may_be_bare(tokens: list[Token]) -> bool:
+    """Whether any token :func:`fill_bare_clauses` edits is followed by the end or an item stop: every one of its
+    edits needs that, so a text without one is returned as it is, before its clause walk (most texts)."""
+    last = len(tokens) - 1
+    return any(token.token_type in _MAY_BE_BARE and (i == last or tokens[i + 1].token_type in _ITEM_STOPS)
+               for i, token in enumerate(tokens))
 
 
 #: The official reading order of the clauses (keywords and the states of :func:`_clause_walk`).
