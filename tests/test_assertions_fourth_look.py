@@ -525,3 +525,27 @@ def test_an_application_test_file_on_each_engine(teams, request, kind, args):
     assert ("syntax:" in out or "runtime:" in out) and "no_such_column" in out
     if kind == "postgresql":
         assert os.environ.get("PGPASSWORD", "\0") not in out
+
+
+def test_run_query_given_no_text_raises_instead_of_returning_an_empty_result(tmp_path):
+    """``run_query(engine, None)`` returned an empty result: equal to an empty gold, a model that gave no answer
+    would pass. It is a ``no_prediction`` QueryError; bytes or a number is a TypeError naming the type."""
+    import sqlalchemy as sa
+
+    from pytest_sqleval import EXECUTION_PROFILES, compare_results, run_query
+    from pytest_sqleval import QueryError as Error
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'empty.sqlite'}")
+    with engine.begin() as connection:
+        connection.execute(sa.text("CREATE TABLE t (x INTEGER)"))
+    gold = run_query(engine, "SELECT x FROM t", untrusted=False)
+    assert gold.rows == []
+    with pytest.raises(Error) as info:
+        run_query(engine, None)
+    assert info.value.kind == "no_prediction"
+    for value, name in ((b"SELECT 1", "bytes"), (3, "int")):
+        with pytest.raises(TypeError, match=f"not {name}"):
+            run_query(engine, value)
+    real_empty = run_query(engine, "SELECT x FROM t WHERE x > 0")  # a query that ran and returned no rows
+    assert compare_results(gold, real_empty, EXECUTION_PROFILES["sqleval"], ordered=False).match
+    engine.dispose()

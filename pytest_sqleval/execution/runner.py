@@ -63,6 +63,10 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
     """
     from .sandbox import DEFAULT_MAX_MEMORY, process_sandbox, sandbox_enabled
 
+    if sql is None:  # a model that gave no answer: never an empty result, which an empty gold would equal
+        raise QueryError("no_prediction", "no SQL text to run (None)")
+    if not isinstance(sql, str):
+        raise TypeError(f"run_query takes the SQL as a str, not {type(sql).__name__} (decode bytes first)")
     dialect = dialect or sqlglot_dialect(engine.dialect.name)
     engine_dialect = sqlglot_dialect(engine.dialect.name)
     allowed = frozenset(a.lower() for a in allow_functions)
