@@ -121,13 +121,17 @@ _QUOTES = ("'", '"', "`", "[", "$")
 def gold_key(sql: str) -> str:
     """Identical gold SQL up to the white space between tokens and a trailing semicolon (``'a  b'`` and ``'a b'``
     are two golds). The tokenizer runs only for a text with quotes whose white space is more than single spaces."""
-    words = " ".join(sql.split())
-    if words != sql.strip() and any(quote in sql for quote in _QUOTES):
+    if " ".join(sql.split()) != sql.strip() and any(quote in sql for quote in _QUOTES) and "--" not in sql:
+        # (a line comment ends at its line break: those golds keep the plain reading)
         from .sql.spacing import collapse_white_space
 
-        if "--" not in sql:  # a line comment ends at its line break: those golds keep the plain reading
-            words = collapse_white_space(sql)
-    return words.rstrip(";").strip()
+        return collapse_white_space(sql).rstrip(";").strip()
+    return plain_gold_key(sql)
+
+
+def plain_gold_key(sql: str) -> str:
+    """The gold SQL with every run of white space one space and no trailing semicolon (no tokenizer)."""
+    return " ".join(sql.split()).rstrip(";").strip()
 
 
 def group_key(record: Mapping[str, Any]) -> str:
@@ -145,7 +149,7 @@ def gold_groups(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[
     plain: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
         gold = record.get("gold")
-        plain[" ".join(gold.split()).rstrip(";").strip() if gold else group_key(record)].append(record)
+        plain[plain_gold_key(gold) if gold else group_key(record)].append(record)
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for key, members in plain.items():
         if len({member.get("gold") for member in members}) == 1:

@@ -89,6 +89,15 @@ def run_report(pytester: pytest.Pytester, name: str, *args: str, predictions: st
     return result, (json.loads(out.read_text()) if out.exists() else None)
 
 
+def make_deployed_project(pytester: pytest.Pytester, *, alpha_thresholds: str = "") -> pytest.Pytester:
+    """:func:`make_project`, then the deployed model's run, whose report ``deployed.json`` is the baseline; that
+    run passes (the suites' own thresholds hold for the deployed model)."""
+    make_project(pytester, alpha_thresholds=alpha_thresholds)
+    result, _ = run_report(pytester, "deployed.json", predictions="deployed.jsonl")
+    assert result.ret == 0
+    return pytester
+
+
 def literal_brackets(*patterns: str) -> list[str]:
     """fnmatch patterns whose [ and ] are literal (intervals print as [lo, hi])."""
     return [p.replace("[", "\x00").replace("]", "[]]").replace("\x00", "[[]") for p in patterns]

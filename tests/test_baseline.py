@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from deploygate_support import REGRESSED, literal_brackets, make_project, run_report
+from deploygate_support import REGRESSED, literal_brackets, make_deployed_project, make_project, run_report
 from pytest_sqleval.baseline import ReportError, compare_cases, file_warnings, load_report, normalise_case
 from pytest_sqleval.deploygate import GateOptionError, parse_baseline_rule
 from pytest_sqleval.stats import wilson
@@ -135,10 +135,7 @@ GATES = ("--sqleval-baseline=deployed.json", "--sqleval-max-regressed=7",
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    make_project(pytester)
-    result, _ = run_report(pytester, "deployed.json", predictions="deployed.jsonl")
-    assert result.ret == 0
-    return pytester
+    return make_deployed_project(pytester)
 
 
 def test_baseline_comparison_and_gates(project: pytest.Pytester):

@@ -17,7 +17,7 @@ import pytest
 from chat_server import ChatServer, chat_fixture
 from ci_support import full_report
 from conftest import make_sqlite, require_module
-from deploygate_support import make_project, run_report
+from deploygate_support import make_deployed_project, make_project, run_report
 from pytest_sqleval.cli import main
 from pytest_sqleval.model.config import ModelConfig
 from pytest_sqleval.report.html import render_html
@@ -88,10 +88,7 @@ def html_warnings(text: str) -> list[str]:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    make_project(pytester)
-    result, _ = run_report(pytester, "deployed.json", predictions="deployed.jsonl")
-    assert result.ret == 0
-    return pytester
+    return make_deployed_project(pytester)
 
 
 def test_the_html_of_a_merged_report_shows_the_warnings_the_gate_prints(project, capsys):
