@@ -75,23 +75,19 @@ class SqlevalState:
         (password hidden); None when it is the one opened for ``spec``."""
         if engine is None or self.engines.opened(spec) is engine:
             return None
-        from .secrets import mask_url
-
         label = self.engines.label_of(engine)
         if label is None and getattr(engine, "url", None) is None:
             return None
-        return f"{label or mask_url(str(engine.url))} (from the sqleval_engine fixture)"
+        return _from_fixture(label, engine)
 
     def database_label(self, case, engine=None) -> str | None:
         """The database a case really ran on, for reports: the suite's, or the overriding fixture's engine (one
         the user opened, or one of ``sqleval_engine_factory``'s for another database than the case's)."""
         engine = None if engine is None else fixture_engine(engine)
         if engine is not None and (case.database is None or self.engines.opened(case.database) is not engine):
-            from .secrets import mask_url
-
             label = self.engines.label_of(engine) if case.database is not None else None
             if label is not None or not self.engines.owns(engine):
-                return f"{label or mask_url(str(engine.url))} (from the sqleval_engine fixture)"
+                return _from_fixture(label, engine)
         if case.database is not None:
             return self.engines.describe(case.database)
         return case.schema.db_id if case.schema else None
@@ -141,6 +137,14 @@ def sqleval_state(config: pytest.Config) -> SqlevalState:
 def is_worker(config: pytest.Config) -> bool:
     """An xdist worker (its controller collects the records and writes the reports)."""
     return hasattr(config, "workerinput")
+
+
+def _from_fixture(label: str | None, engine: Any) -> str:
+    """An engine the ``sqleval_engine`` fixture gave, for messages and reports: its factory label, else its URL
+    with the password hidden."""
+    from .secrets import mask_url
+
+    return f"{label or mask_url(str(engine.url))} (from the sqleval_engine fixture)"
 
 
 def fixture_engine(engine: Any) -> Any:
