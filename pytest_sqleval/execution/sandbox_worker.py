@@ -91,6 +91,13 @@ def _file_version(target: tuple) -> tuple | None:
     return tuple(stamps)
 
 
+def _dispose(engine: Any) -> None:
+    try:
+        engine.dispose()
+    except Exception:  # noqa: BLE001 - closing is best effort: the memory goes with the process anyway
+        pass
+
+
 class Worker:
     """Keeps one open engine per database target; runs one request at a time."""
 
@@ -106,11 +113,7 @@ class Worker:
         if key in self.engines and self.versions.get(key) != version:
             # The SQLite file changed since it was opened (a test's own writable engine on it): an engine opened
             # `immutable=1` would go on reading its old pages. Reopen it.
-            stale = self.engines.pop(key)
-            try:
-                stale.dispose()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
+            _dispose(self.engines.pop(key))
         self.versions[key] = version
         if key not in self.engines:
             try:
@@ -127,10 +130,7 @@ class Worker:
     def close_engines(self) -> None:
         engines, self.engines = self.engines, {}
         for engine in engines.values():
-            try:
-                engine.dispose()
-            except Exception:  # noqa: BLE001 - closing is best effort: the memory goes with the process anyway
-                pass
+            _dispose(engine)
 
     def handle(self, request: dict[str, Any]) -> tuple:
         from ..errors import DatabaseError, QueryError
