@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 import numbers
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 Record = Mapping[str, Any]
 
