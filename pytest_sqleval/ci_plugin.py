@@ -131,7 +131,10 @@ def session_report(config: pytest.Config) -> dict[str, Any] | None:
     from .state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
-    if state is None or not (state.summaries or _shard_got_no_case(config)):
+    # no case ran (-k selected none): still rendered when gates were judged (an overall threshold, the baseline's),
+    # whose verdict sets the exit status: the final line, JUnit and the Markdown/HTML then say which gate failed
+    judged = isinstance(getattr(state, "report", None), dict) and bool(state.report.get("gates"))
+    if state is None or not (state.summaries or _shard_got_no_case(config) or judged):
         return None
     report = getattr(state, "report", None)
     if isinstance(report, dict):

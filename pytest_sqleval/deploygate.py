@@ -102,12 +102,18 @@ class GateOptions:
         """The gate options recorded in a report (run.options.gates and overall.thresholds)."""
         recorded = ((report.get("run") or {}).get("options") or {}).get("gates") or {}
         overall = [threshold_from_json(t) for t in (report.get("overall") or {}).get("thresholds", [])]
+        max_regressed, baseline = recorded.get("max_regressed"), recorded.get("baseline")
+        # a hand-edited report: each value as the options take it, or a GateOptionError (bad input, not a traceback)
+        if max_regressed is not None and (type(max_regressed) is not int or max_regressed < 0):
+            raise GateOptionError(f"max_regressed is a whole number of cases >= 0, not {max_regressed!r}")
+        if baseline is not None and not isinstance(baseline, str):
+            raise GateOptionError(f"baseline is the path of a report, not {baseline!r}")
         return cls(
             overall_thresholds=tuple(overall),
-            max_regressed=recorded.get("max_regressed"),
+            max_regressed=max_regressed,
             fail_under_baseline=tuple(parse_baseline_rule(t) for t in recorded.get("fail_under_baseline") or ()),
-            alpha=recorded.get("alpha") or DEFAULT_ALPHA,
-            baseline=recorded.get("baseline"),
+            alpha=DEFAULT_ALPHA if recorded.get("alpha") is None else parse_alpha(recorded["alpha"]),
+            baseline=baseline,
         )
 
 

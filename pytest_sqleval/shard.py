@@ -40,10 +40,12 @@ def stable_hash(key: Sequence[str]) -> int:
 def assign(weights: Mapping[tuple[str, str], int], n: int) -> dict[tuple[str, str], int]:
     """Shard number (1..n) of every unit; balanced by weight (the unit's number of cases)."""
     order = sorted(weights, key=lambda unit: (-weights[unit], stable_hash(unit), unit))
-    loads = [0] * n
+    # the first units go to shards 1, 2, ... in turn (all empty), so shards past the number of units stay empty:
+    # not scanning them keeps `--sqleval-shard 1/100000` (more shards than cases) as fast as 1/3
+    loads = [0] * min(n, len(order))
     shard_of: dict[tuple[str, str], int] = {}
     for unit in order:
-        lightest = min(range(n), key=lambda i: (loads[i], i))
+        lightest = min(range(len(loads)), key=lambda i: (loads[i], i))
         loads[lightest] += weights[unit]
         shard_of[unit] = lightest + 1
     return shard_of

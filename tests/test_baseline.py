@@ -297,3 +297,27 @@ def test_ini_options(project: pytest.Pytester):
                                                  "fail_under_baseline": ["overall:execution_accuracy=0"], "alpha": 0.01}
     assert result.ret == 1
     result.stdout.fnmatch_lines(["PASS overall:execution_accuracy dropped 0.2188 vs baseline *: not significant at alpha 0.01"])
+
+
+def test_equal_means_whose_cases_moved_are_shown_not_called_unchanged():
+    """Ties: soft_f1 1 -> 0.5 on one case and 0.5 -> 1 on another keeps the mean, but the cases changed: the terminal
+    shows the metric with its interval and p-value instead of listing it as unchanged."""
+    from pytest_sqleval.report.terminal import _write_comparison
+
+    class Lines:
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+
+        def write_line(self, line: str, **markup) -> None:
+            self.lines.append(line)
+
+    baseline = [case("a", "passed", f1=1.0), case("b", "passed", f1=0.5), case("c", "passed", f1=0.75)]
+    current = [case("a", "passed", f1=0.5), case("b", "passed", f1=1.0), case("c", "passed", f1=0.75)]
+    tr = Lines()
+    _write_comparison(tr, {"name": "s", **compare_cases(current, baseline)})
+    assert any(line.lstrip().startswith("soft_f1") and "delta +0.0000" in line and "sign_flip, 3 pairs" in line
+               for line in tr.lines), tr.lines
+    assert "    unchanged over 3 pairs: valid_syntax, execution_accuracy, pass_rate" in tr.lines
+    tr = Lines()  # the same scores on both sides: every metric is unchanged
+    _write_comparison(tr, {"name": "s", **compare_cases(baseline, baseline)})
+    assert "    unchanged over 3 pairs: valid_syntax, execution_accuracy, soft_f1, pass_rate" in tr.lines

@@ -201,3 +201,37 @@ def test_sqleval_report_bad_input_is_a_clear_message(tmp_path):
     assert wrong.returncode == 2 and "not a sqleval-report/1 report (schema: 'something-else')" in wrong.stderr
     nothing = subprocess.run([*command, str(other)], capture_output=True, text=True)
     assert nothing.returncode == 2 and "give --markdown PATH and/or --html PATH" in nothing.stderr
+
+
+def _many_suites(count: int) -> dict:
+    """The full report's suite, cases and comparison repeated under ``count`` names (`sqleval import spider` writes
+    one suite per database)."""
+    report = full_report()
+    names = [f"db-{k:04d}" for k in range(count)]
+    suite, cases, comparison = report["suites"][0], report["cases"], report["baseline"]["suites"][0]
+    report["suites"] = [dict(suite, name=name, path=f"{name}.sqleval.yaml") for name in names]
+    report["cases"] = [dict(case, suite=name) for name in names for case in cases]
+    report["baseline"]["suites"] = [dict(comparison, name=name) for name in names]
+    return report
+
+
+def test_many_suites_still_fit_a_pr_comment():
+    """Without any list, 300 suites' sections were 190,000 characters, which GitHub refuses as a comment: then each
+    suite is one row, with the failed gates and the regressed cases."""
+    text = render_markdown(_many_suites(300))
+    assert len(text) <= 65000
+    assert text.startswith("## ❌ sqleval: 1 of 2 gates failed\n")
+    assert "| ❌ | shop::max_regressed | 1 | 0 | FAIL 1 regressed case &gt; 0 allowed |" in text
+    assert "1 passed gate not shown (all are in the JSON report)." in text
+    rows = [line for line in text.splitlines() if line.startswith(("| ✅ | <code>db-", "| ❌ | <code>db-"))]
+    assert len(rows) == 300
+    assert rows[0].startswith("| ❌ | <code>db-0000</code> | 5 | ")
+    assert "**Regressed cases (300)**: <code>db-0000::c-regressed</code>" in text
+    assert "and 270 more" in text
+
+
+def test_a_report_too_large_even_in_rows_is_cut_at_a_line():
+    text = render_markdown(_many_suites(300), max_chars=8000)  # as 3,000 suites against GitHub's 65,000
+    assert len(text) <= 8000
+    assert text.endswith("_… cut here to stay under GitHub's size limit: the JSON and HTML reports have all of it._\n")
+    assert 10 < text.count("| ❌ | <code>db-") < 300

@@ -89,3 +89,21 @@ def test_bad_shard_is_a_usage_error(pytester: pytest.Pytester):
     result, _ = run_report(pytester, "x.json", "--sqleval-shard=4/3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--sqleval-shard: shard 4/3: K must be between 1 and N (e.g. 1/3, 2/3, 3/3)*"])
+
+
+def test_more_shards_than_units_is_as_fast_and_gives_the_same_split():
+    """Shards past the number of units stay empty: they are not scanned, so N = 200,000 costs what N = 3 does
+    (it took a scan of every shard per unit: minutes for a few thousand cases), and the split is the one a scan of
+    every shard gives (the units in order on shards 1, 2, ...)."""
+    import time
+
+    weights = {("s", f"c{i}"): 1 for i in range(300)}
+    weights[("s", "talk")] = 3
+    started = time.perf_counter()
+    shard_of = assign(weights, 200_000)
+    assert time.perf_counter() - started < 2
+    assert sorted(shard_of.values()) == list(range(1, 302))
+    assert shard_of[("s", "talk")] == 1  # the heaviest unit first
+    assert assign(weights, 301) == shard_of
+    small = {("s", f"c{i}"): 1 for i in range(5)}
+    assert set(assign(small, 3).values()) == {1, 2, 3}

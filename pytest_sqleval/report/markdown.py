@@ -63,8 +63,16 @@ def render_markdown(report: dict[str, Any], *, max_chars: int = MAX_CHARS) -> st
             _suite(lines, report, suite, list_limit)
         text = "\n".join(lines).rstrip() + "\n"
         if len(text) <= max_chars:
-            break
-    return text
+            return text
+    # Still too long without any list (many suites: `sqleval import spider` writes one per database): one row per
+    # suite, only the failed gates, and cut at a line if even that is too long.
+    lines = []
+    _headline(lines, report)
+    _warnings(lines, report)
+    _overall(lines, report)
+    _gates(lines, report, failed_only=True)
+    _suite_rows(lines, report)
+    return _cut(lines, max_chars)
 
 
 def write_markdown(path: str | os.PathLike, report: dict[str, Any]) -> Path:
@@ -91,7 +99,8 @@ def is_step_summary(path: str | os.PathLike) -> bool:
 
 # --------------------------------------------------------------------------- sections
 def _headline(lines: list[str], report: dict[str, Any]) -> None:
-    mark = "❌" if view.run_failed(report) else "✅"
+    # a shard's failed gates do not fail its job (⚠️): `sqleval gate` on the merged report decides
+    mark = "❌" if view.run_failed(report) else "⚠️" if view.failed_gates(report) else "✅"
     lines.append(f"## {mark} sqleval: {view.verdict_line(report)}")
     lines.append("")
     outcomes = view.overall_outcomes(report)
@@ -128,12 +137,20 @@ def _overall(lines: list[str], report: dict[str, Any]) -> None:
                    (base or {}).get("overall") if base is not None else None, baseline_present=base is not None)
 
 
-def _gates(lines: list[str], report: dict[str, Any]) -> None:
+def _gates(lines: list[str], report: dict[str, Any], *, failed_only: bool = False) -> None:
     found = view.gates(report)
     if not found:
         return
     lines.append(f"### Gates ({view.verdict_line(report)})")
     lines.append("")
+    if failed_only:
+        passed = sum(1 for gate in found if gate.get("passed"))
+        found = [gate for gate in found if not gate.get("passed")]
+        if passed:
+            lines.append(f"{passed} passed gate{'s' if passed != 1 else ''} not shown (all are in the JSON report).")
+            lines.append("")
+        if not found:
+            return
     lines.append("| | gate | value | limit | verdict |")
     lines.append("|---|---|---:|---:|---|")
     for gate in found:
@@ -164,6 +181,60 @@ def _suite(lines: list[str], report: dict[str, Any], suite: dict[str, Any], list
     _regressed(lines, report, name, cases, list_limit)
     _misses(lines, cases, list_limit)
     _errors(lines, cases, list_limit)
+
+
+def _suite_rows(lines: list[str], report: dict[str, Any]) -> None:
+    """One table row per suite (the summary when a section per suite would not fit): its cases and outcomes, its
+    execution accuracy and soft F1 and, against a baseline, the regressed cases and the change in execution accuracy."""
+    suites = report.get("suites", [])
+    if not suites:
+        return
+    metrics = [key for key in ("execution_accuracy", "soft_f1")
+               if any(key in (s.get("metrics") or {}) for s in suites)]
+    compared = view.baseline(report) is not None
+    lines.append(f"### Suites ({len(suites)}; one line each to fit GitHub's size limit: "
+                 "the JSON and HTML reports have every suite's details)")
+    lines.append("")
+    header = ["", "suite", "cases", "outcomes", *(view.label(key) for key in metrics)]
+    if compared:
+        header += ["regressed", f"Δ {view.label('execution_accuracy')}"]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "|".join(["---", "---", "---:", "---", *("---:" for _ in header[4:])]) + "|")
+    for suite in suites:
+        name = suite.get("name", "?")
+        outcomes = ", ".join(f"{n} {o}" for o, n in (suite.get("outcomes") or {}).items() if n)
+        row = ["✅" if view.suite_passed(report, suite) else "❌", code(name), str(suite.get("cases", 0)),
+               cell(outcomes), *(view.fmt((suite.get("metrics") or {}).get(key)) for key in metrics)]
+        if compared:
+            base = view.baseline_suite(report, name)
+            comparison = view.baseline_metric(base, "execution_accuracy")
+            row += [str(len(view.pairs(report, name).get("regressed") or [])) if base is not None else "–",
+                    view.fmt_delta(comparison.get("delta")) if comparison else "–"]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    regressed = [f"{s.get('name', '?')}::{case_id}" for s in suites
+                 for case_id in view.pairs(report, s.get("name", "?")).get("regressed") or []] if compared else []
+    if regressed:
+        shown = ", ".join(code(c) for c in regressed[:LIST_LIMIT])
+        more = f" and {len(regressed) - LIST_LIMIT} more" if len(regressed) > LIST_LIMIT else ""
+        lines.append(f"**Regressed cases ({len(regressed)})**: {shown}{more}")
+        lines.append("")
+
+
+def _cut(lines: list[str], max_chars: int) -> str:
+    """The lines that fit in ``max_chars`` with a closing note (whole lines: a table simply ends early)."""
+    note = "\n_… cut here to stay under GitHub's size limit: the JSON and HTML reports have all of it._\n"
+    text = "\n".join(lines).rstrip() + "\n"
+    if len(text) <= max_chars:
+        return text
+    kept: list[str] = []
+    size = len(note)
+    for line in lines:
+        if size + len(line) + 1 > max_chars:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept).rstrip() + "\n" + note
 
 
 def _errors(lines: list[str], cases: list[dict[str, Any]], list_limit: int) -> None:

@@ -220,8 +220,10 @@ def _write_comparison(tr, entry: dict) -> None:
     tr.write_line(f"  {printable(str(entry['name']))}: {described or 'no cases'}")
     from ..deploygate import format_p
 
+    # every pair equal: no discordant pair (0/1 metrics), and for means an interval of the differences that is 0 (equal
+    # means whose cases moved, 1 -> 0.5 and 0.5 -> 1, are shown with their interval)
     unchanged = [m for m, stats in entry["metrics"].items() if stats["current"] == stats["baseline"]
-                 and not any((stats.get("discordant") or {}).values())]
+                 and not any((stats.get("discordant") or {}).values()) and list(stats["ci"]) == [0.0, 0.0]]
     for metric, stats in entry["metrics"].items():
         if metric in unchanged:
             continue

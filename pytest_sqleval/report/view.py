@@ -116,13 +116,22 @@ def _errored(outcomes: dict[str, Any] | None) -> bool:
     return any((outcomes or {}).get(name) for name in ("error", "failed"))
 
 
+def _shard(report: dict[str, Any]) -> str | None:
+    """``K/N`` for one shard's report: its gates judge part of the run and never fail it (pytest exits 0 on them)."""
+    return (report.get("run") or {}).get("shard") or None
+
+
 def run_failed(report: dict[str, Any]) -> bool:
-    """The run's mark: a gate failed, or a case errored or failed (pytest exits 1 either way)."""
-    return bool(failed_gates(report)) or _errored(overall_outcomes(report))
+    """The run's mark: a gate failed (not in a shard's report), or a case errored or failed (pytest exits 1 either
+    way)."""
+    return (bool(failed_gates(report)) and not _shard(report)) or _errored(overall_outcomes(report))
 
 
 def suite_passed(report: dict[str, Any], suite: dict[str, Any]) -> bool:
-    """A suite's mark: its thresholds held, none of its gates (a baseline gate too) failed, no case errored."""
+    """A suite's mark: its thresholds held, none of its gates (a baseline gate too) failed (a shard's gates do not
+    count), no case errored."""
+    if _shard(report):
+        return not _errored(suite.get("outcomes"))
     return (bool(suite.get("passed", True)) and not _errored(suite.get("outcomes"))
             and not any(g.get("suite") == suite.get("name") for g in failed_gates(report)))
 
@@ -256,6 +265,9 @@ def no_cases_note(report: dict[str, Any]) -> str | None:
 def verdict_line(report: dict[str, Any]) -> str:
     failed = failed_gates(report)
     total = len(gates(report))
+    if failed and _shard(report):
+        return (f"{len(failed)} of {total} gate{'s' if total != 1 else ''} failed on shard {_shard(report)}'s part "
+                "(`sqleval gate` on the merged report decides)")
     if failed:
         return f"{len(failed)} of {total} gate{'s' if total != 1 else ''} failed"
     if total:
