@@ -17,8 +17,9 @@ It prints the agreement per mutation kind and metric and lists every disagreemen
     python benchmarks/fuzz_fidelity.py --official-python /tmp/fz/venv/bin/python --official-dir /tmp/fz \\
         [--per-kind 110] [--seed 12] [--json out.json] [--extra]
 
-``--extra`` adds five opt-in kinds after the default ones (number forms, unary plus, quoted qualifiers, a final period, junk after
-a column-valued condition); the default corpus of a seed is the same with or without it.
+``--extra`` adds six opt-in kinds after the default ones (number forms, unary plus, quoted qualifiers, a final period, junk after
+a column-valued condition, Unicode spaces / a BOM / GO around the statement); the default corpus of a seed is the same with or
+without it.
 
 The harness reproduces the official scripts' input handling, as ``spider_fidelity.py`` does: a Spider
 prediction is the text before its first TAB, ``replace("value", "1")``, ``> =`` joined, ``YEAR(CURDATE())``
@@ -402,6 +403,18 @@ def x_final_period(q, rng):
     if not q:
         return None
     return q + rng.choice([".", ". ", ".)", ". )", ".]", ".;", "..", " .", ".0."])
+
+
+def x_unicode_tail(q, rng):
+    """Text sqlglot reads otherwise than Python's sqlite3 and sqlparse: a non-ASCII space (or a ``# `` comment)
+    after a final ``;``, a leading byte-order mark, a ``GO`` batch separator followed by more text."""
+    q = q.rstrip().rstrip(";").rstrip()
+    if not q:
+        return None
+    if rng.random() < 0.2:
+        return "\ufeff" + q
+    return q + rng.choice([";\u00a0", "; \u3000", ";\u00a0-- done", "; -- done\u00a0", ";\x0b", "; # note", ";\u2003",
+                           " GO SELECT 1", " GO -- end", "; \u00a0;"])
 
 
 EXTRA_MUTATIONS = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("x_")}

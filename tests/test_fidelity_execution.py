@@ -38,6 +38,13 @@ from pytest_sqleval.sql.statements import official_text, remove_distinct_tokens
     (";", None),
     ("-- no answer", None),
     ("/* nothing */ ;", None),
+    # sqlparse also ends a statement after the keyword GO (capitals only): SQLite reads GO as an alias
+    ("SELECT a FROM t GO SELECT b FROM t", "SELECT a FROM t GO"),
+    ("SELECT a FROM t\nGO\nSELECT 2", "SELECT a FROM t\nGO"),
+    ("SELECT a FROM t go SELECT 2", "SELECT a FROM t go SELECT 2"),
+    ("SELECT t.GO FROM t", "SELECT t.GO FROM t"),
+    # an unterminated /* (no comment to sqlparse) runs to the end of the text in SQLite: closed, it reads the same
+    ("SELECT a FROM t /* cut off", "SELECT a FROM t /* cut off*/"),
 ])
 def test_test_suite_runs_sqlparse_first_statement(sql, expected):
     assert official_text(sql, "sqlite", "official_distinct") == expected
@@ -61,6 +68,54 @@ def test_bird_refuses_a_second_statement_as_sqlite3_does(sql):
     with pytest.raises(QueryError) as caught:
         official_text(sql, "sqlite", "sqlite3")
     assert caught.value.kind == "rejected" and "one statement at a time" in caught.value.message
+
+
+# Python's sqlite3 accepts only ASCII white space (space, tab, \f, \n, \r) and comments after a statement; sqlglot
+# reads a non-breaking space, U+3000, \v, \x1c... as white space. sqlparse keeps such a space (and `--`/`# `
+# comments, up to a line break) in test-suite's first statement, so sqlite3 refuses it there too (checked against
+# the official scripts: all 0).
+@pytest.mark.parametrize("sql", [
+    "SELECT a FROM t;\u00a0", "SELECT a FROM t; \u3000", "SELECT a FROM t;\x0b", "SELECT a FROM t; -- c\n\u00a0",
+    "SELECT a FROM t; # note", ";\u00a0", "-- x\n\u00a0",
+])
+def test_test_suite_first_statement_keeps_the_space_sqlparse_keeps(sql):
+    with pytest.raises(QueryError) as caught:
+        official_text(sql, "sqlite", "official_distinct")
+    assert caught.value.kind == "syntax"
+
+
+@pytest.mark.parametrize("sql, expected", [
+    ("SELECT a FROM t;\n\u00a0", "SELECT a FROM t;"),  # a line break ends sqlparse's statement: the rest never runs
+    ("SELECT a FROM t;\n# note", "SELECT a FROM t;"),
+    ("SELECT a FROM t; --+ hint\n\u00a0", "SELECT a FROM t;"),  # a hint comment starts the next statement
+    ("SELECT a FROM t;\x0c-- c", "SELECT a FROM t;"),
+])
+def test_test_suite_first_statement_ends_where_sqlparse_ends_it(sql, expected):
+    assert official_text(sql, "sqlite", "official_distinct") == expected
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a FROM t;\u00a0", "SELECT a FROM t;\n\u3000", "SELECT a FROM t; -- c\n\x0b", "SELECT a FROM t;\x85",
+])
+def test_bird_refuses_non_ascii_space_after_the_semicolon_as_sqlite3_does(sql):
+    with pytest.raises(QueryError) as caught:
+        official_text(sql, "sqlite", "sqlite3")
+    assert caught.value.kind == "rejected" and "one statement at a time" in caught.value.message
+
+
+@pytest.mark.parametrize("sql", ["SELECT a FROM t;\x0c", "SELECT a FROM t;\r\n -- c\n/* d"])
+def test_bird_accepts_ascii_space_and_comments_after_the_semicolon(sql):
+    assert official_text(sql, "sqlite", "sqlite3") is not None
+
+
+@pytest.mark.parametrize("mode", ["official_distinct", "sqlite3"])
+@pytest.mark.parametrize("sql, expected", [
+    ("\ufeffSELECT a FROM t", "SELECT a FROM t"),  # SQLite reads a BOM that starts a token as white space
+    (" \ufeff\nSELECT a FROM t;", "SELECT a FROM t;"),
+    ("\ufeff", None),  # no statement: it runs and returns no rows
+])
+def test_a_leading_byte_order_mark_runs_as_sqlite_reads_it(sql, expected, mode):
+    assert official_text(sql, "sqlite", mode) == expected
 
 
 @pytest.mark.parametrize("sql, expected", [
@@ -128,6 +183,9 @@ cases:
   - id: distinct-as-number
     gold: SELECT DISTINCT status FROM tickets
     predicted: SELECT DISTINCT status AS 1 FROM tickets
+  - id: go-separator
+    gold: SELECT name FROM shops
+    predicted: SELECT name FROM shops GO SELECT id FROM shops
 """
 
 #: case -> execution_match per profile (test-suite, bird, sqleval), each checked against the official scripts
@@ -145,6 +203,8 @@ EXPECTED = {
     "distinct-nbsp": (False, False, False),
     # `AS 1` stays in the text test-suite runs (re-rendering it through sqlglot would have made it a valid alias)
     "distinct-as-number": (False, False, False),
+    # sqlparse ends test-suite's first statement after GO (SQLite reads it as an alias); sqlite3 refuses the rest
+    "go-separator": (True, False, False),
 }
 
 
@@ -162,3 +222,29 @@ def test_profiles_score_malformed_text_as_their_evaluator(pytester, column, prof
         assert cases["two-statements"]["valid"] is True
     if profile == "bird":
         assert cases["two-statements"]["error"]["kind"] == "rejected"
+
+
+KEEP_DISTINCT_SUITE = """
+database: shop.sqlite
+execution: {profile: test-suite, distinct: keep}
+cases:
+  - id: empty-text-empty-gold
+    gold: SELECT name FROM shops WHERE id > 10
+    predicted: ""
+  - id: nbsp-after-semicolon
+    gold: SELECT name FROM shops
+    predicted: "SELECT name FROM shops;\\u00a0"
+"""
+
+
+def test_test_suite_keep_distinct_runs_the_text_as_sqlite3_does(pytester):
+    # with --keep_distinct the official hands the text to sqlite3 unchanged: "" runs and returns no rows (1 against
+    # a gold without rows), and a non-breaking space after the ';' is "one statement at a time" (0)
+    make_sqlite(pytester.path / "shop.sqlite")
+    pytester.makefile(".sqleval.yaml", shop=KEEP_DISTINCT_SUITE)
+    report = pytester.path / "report.json"
+    pytester.runpytest("--sqleval", f"--sqleval-json={report}", "-p", "no:cacheprovider")
+    cases = {c["id"]: c for c in json.loads(report.read_text())["cases"]}
+    assert cases["empty-text-empty-gold"]["execution_match"] is True
+    assert cases["nbsp-after-semicolon"]["execution_match"] is False
+    assert cases["nbsp-after-semicolon"]["error"]["kind"] == "rejected"

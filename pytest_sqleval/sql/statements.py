@@ -44,12 +44,18 @@ def official_text(sql: str, dialect: str, mode: str) -> str | None:
     second statement)."""
     if mode not in MODES:
         raise ValueError(f"unknown statement mode {mode!r}")
+    # SQLite reads a byte-order mark that starts a token as white space: a text that starts with one (written as
+    # UTF-8 with a BOM) runs in both official scripts as if it were not there (sqlglot would read it as a name)
+    head = len(sql) - len(sql.lstrip(" \t\n\f\r\ufeff"))
+    if "\ufeff" in sql[:head]:
+        sql = sql[head:]
     tokens = _tokens(sql, dialect)
     if tokens is None and mode == "official_distinct":
         tokens = _tokens_of_first_statement(sql, dialect)
-    elif tokens is None:
+    if tokens is None:
         # SQLite reads an unterminated /* comment to the end of the text (Python's sqlite3 accepts one after the
-        # ';' too): closed, the text reads the same to SQLite, and sqlglot (the guard) can read it
+        # ';' too): closed, the text reads the same to SQLite, and sqlglot (the guard) can read it (sqlparse reads
+        # no comment there and may cut the text at a ';' inside it: SQLite ignores the rest of it either way)
         closed = _tokens(sql + "*/", dialect)
         if closed is not None and all(t.end < len(sql) for t in closed):
             sql, tokens = sql + "*/", closed
@@ -59,24 +65,78 @@ def official_text(sql: str, dialect: str, mode: str) -> str | None:
         end = _sqlparse_first_statement_end(tokens)
         statement = tokens if end is None else tokens[:end + 1]
         text = sql if end is None else sql[:tokens[end].end + 1]
+        if end is not None:
+            # sqlparse keeps the white space (Python's \s, not a line break) and `--`/`# ` comments that follow the
+            # ';' in the first statement, and sqlite3 then runs that text: a non-ASCII space there is refused
+            tail = sql[tokens[end].end + 1:_sqlparse_consumed_end(sql, tokens[end].end + 1)]
+            if not _sqlite3_tail_is_empty(tail):
+                raise QueryError("syntax", _ONE_STATEMENT + " (Python's sqlite3, which test-suite-sql-eval uses, "
+                                 "reads what sqlparse keeps after this ';' as a second statement)")
     else:
         # SQLite skips empty statements (';') before the first statement; after that statement's ';' Python's
         # sqlite3 accepts only white space and comments
         start = next((i for i, t in enumerate(tokens) if t.token_type != TokenType.SEMICOLON), len(tokens))
         end = next((i for i in range(start, len(tokens)) if tokens[i].token_type == TokenType.SEMICOLON), None)
-        if end is not None and end + 1 < len(tokens):
+        if end is not None and (end + 1 < len(tokens) or not _sqlite3_tail_is_empty(sql[tokens[end].end + 1:])):
+            # after the ';' Python's sqlite3 accepts only ASCII white space and comments (a non-breaking space is
+            # a second statement there, though sqlglot reads it as white space)
             raise QueryError(
                 "rejected",
-                "You can only execute one statement at a time. (Python's sqlite3, which BIRD's evaluator uses, "
-                "runs one statement; this text has more after its ';')",
+                _ONE_STATEMENT + " (Python's sqlite3, which BIRD's evaluator uses, runs one statement; this text has "
+                "more after its ';')",
             )
         statement = tokens[start:] if end is None else tokens[start:end + 1]
         text = sql
     if all(t.token_type == TokenType.SEMICOLON for t in statement):
-        if mode == "sqlite3":
-            _sqlite3_runs_nothing(sql)
+        # a text without a statement: sqlite3 itself says whether it runs (ASCII white space only)
+        _sqlite3_runs_nothing(sql if mode == "sqlite3" or end is None else text)
         return None
     return text
+
+
+_ONE_STATEMENT = "You can only execute one statement at a time."
+
+#: The white space CPython's sqlite3 skips after a statement (``lstrip_sql`` in ``Modules/_sqlite/statement.c``).
+_SQLITE3_TAIL_SPACE = frozenset(" \t\f\n\r")
+
+
+def _sqlite3_tail_is_empty(rest: str) -> bool:
+    """CPython's ``lstrip_sql`` on what follows a statement: True when it holds only ASCII white space, ``--``
+    comments and ``/* */`` comments (an unterminated one too); anything else is "You can only execute one
+    statement at a time"."""
+    i, n = 0, len(rest)
+    while i < n:
+        if rest[i] in _SQLITE3_TAIL_SPACE:
+            i += 1
+        elif rest.startswith("--", i):
+            i = rest.find("\n", i + 2)
+            if i == -1:
+                return True
+        elif rest.startswith("/*", i):
+            i = rest.find("*/", i + 2)
+            if i == -1:
+                return True
+            i += 2
+        else:
+            return False
+    return True
+
+
+def _sqlparse_consumed_end(sql: str, start: int) -> int:
+    """Where sqlparse's first statement ends when its ';' ends at ``start``: its splitter goes on taking white space
+    tokens (Python's ``\\s``, one character each, a line break excepted) and single-line comments (``--`` or
+    ``# `` to the end of the line, the line break included; not a ``--+``/``# +`` hint)."""
+    i, n = start, len(sql)
+    while i < n:
+        char = sql[i]
+        if char.isspace() and char not in "\r\n":
+            i += 1
+        elif sql.startswith(("--", "# "), i) and not sql.startswith("+", i + 2):
+            line_end = min((j for j in (sql.find("\r", i), sql.find("\n", i)) if j != -1), default=n)
+            i = line_end + (2 if sql.startswith("\r\n", line_end) else 1)
+        else:
+            break
+    return min(i, n)
 
 
 def _sqlite3_runs_nothing(sql: str) -> None:
@@ -118,7 +178,9 @@ def _tokens_of_first_statement(sql: str, dialect: str) -> list[Token] | None:
 
 
 def _sqlparse_first_statement_end(tokens: list[Token]) -> int | None:
-    """Index of the ``;`` that ends sqlparse's first statement (None: the whole text is one statement)."""
+    """Index of the ``;`` that ends sqlparse's first statement (None: the whole text is one statement). sqlparse
+    also ends a statement after the keyword ``GO`` (a T-SQL batch separator; written in capitals, at any level):
+    ``SELECT 1 GO SELECT 2`` runs ``SELECT 1 GO``, where SQLite reads GO as an alias."""
     level = 0
     for i, token in enumerate(tokens):
         kind = token.token_type
@@ -128,7 +190,23 @@ def _sqlparse_first_statement_end(tokens: list[Token]) -> int | None:
             level -= 1
         elif kind == TokenType.SEMICOLON and level <= 0:
             return i
+        elif _is_sqlparse_go(tokens, i):
+            return i
     return None
+
+
+def _is_sqlparse_go(tokens: list[Token], i: int) -> bool:
+    """Is token ``i`` the word ``GO`` sqlparse lexes as a keyword (not a name: after or before a ``.``, right
+    before a ``(``)? sqlparse's splitter compares its text with ``'GO'`` exactly, so ``go`` splits nothing."""
+    token = tokens[i]
+    if token.token_type != TokenType.VAR or token.text != "GO":
+        return False
+    if i and tokens[i - 1].token_type == TokenType.DOT:
+        return False
+    after = tokens[i + 1] if i + 1 < len(tokens) else None
+    if after is not None and after.token_type == TokenType.DOT:
+        return False
+    return not (after is not None and after.token_type == TokenType.L_PAREN and after.start == token.end + 1)
 
 
 def remove_distinct_tokens(sql: str, dialect: str) -> str:
