@@ -87,7 +87,9 @@ def vacuous_findings(result: QueryResult) -> list[Finding]:
 
 @bounded_stack
 def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect: str, timeout: float,
-                         max_rows: int, ran_sql: str | None = None, text_errors: str = "replace") -> list[Finding]:
+                         max_rows: int, ran_sql: str | None = None, text_errors: str = "replace",
+                         untrusted: bool = False) -> list[Finding]:
+    """``untrusted``: the SQL is a model's (``sqleval generate``), so its reruns go through the guard too."""
     findings: list[Finding] = []
     try:
         outer = _outermost(gold_sql, dialect)
@@ -103,14 +105,14 @@ def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect:
                                     f"LIMIT {limit} without ORDER BY: which rows come back is up to the engine"))
         if limit is not None and order is not None and len(result.rows) == limit:
             try:
-                tie = _tie_at_cut(gold_sql, outer, limit, engine, dialect, timeout, max_rows)
+                tie = _tie_at_cut(gold_sql, outer, limit, engine, dialect, timeout, max_rows, untrusted)
             except (SqlglotError, RecursionError, MemoryError) as exc:
                 tie = None
                 findings.append(Finding("too_complex", "warning",
                                         f"{too_complex_reason(exc)}: the tie check at LIMIT {limit} was skipped"))
             if tie:
                 findings.append(Finding("ties_at_limit", "warning", tie))
-    second = _rerun(ran_sql or gold_sql, engine, timeout, max_rows, text_errors)
+    second = _rerun(ran_sql or gold_sql, engine, timeout, max_rows, text_errors, untrusted)
     if second is not None and not _same(result, second, ordered=outer is not None and outer.args.get("order") is not None):
         findings.append(Finding("unstable", "broken", "two runs of the gold returned different results"))
     return findings
@@ -143,13 +145,14 @@ def _limit_value(query: exp.Expression) -> int | None:
 
 
 def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialect: str, timeout: float,
-                max_rows: int) -> str | None:
+                max_rows: int, untrusted: bool = False) -> str | None:
     """Run the gold with LIMIT k+1 (keys appended if needed); does row k+1 tie with row k?"""
     plan = plan_order(gold_sql, dialect, _KEY_OPTIONS)
     base = parse_one_bounded(plan.hidden_key_sql, dialect) if plan.hidden_key_sql else outer.copy()
     widened = base.limit(limit + 1)
     try:
-        extended = run_query(engine, widened.sql(dialect=dialect), timeout=timeout, max_rows=max_rows, untrusted=False)
+        extended = run_query(engine, widened.sql(dialect=dialect), timeout=timeout, max_rows=max_rows,
+                             untrusted=untrusted, dialect=dialect if untrusted else None)
     except QueryError:
         return None
     if len(extended.rows) <= limit:
@@ -167,9 +170,10 @@ def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialec
     return None
 
 
-def _rerun(sql: str, engine, timeout: float, max_rows: int, text_errors: str = "replace") -> QueryResult | None:
+def _rerun(sql: str, engine, timeout: float, max_rows: int, text_errors: str = "replace",
+           untrusted: bool = False) -> QueryResult | None:
     try:
-        return run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, text_errors=text_errors)
+        return run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, text_errors=text_errors)
     except QueryError:
         return None
 

@@ -1,7 +1,5 @@
 """``python -m pytest_sqleval.datasets import|stats|generate ...`` (the same as ``sqleval import|stats|generate``)."""
 
-import sys
+from .cli import main, run_console
 
-from .cli import main
-
-sys.exit(main())
+run_console(main)

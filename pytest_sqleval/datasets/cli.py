@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -193,5 +193,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(args.handler(args))
 
 
+def run_console(entry: Callable[[], int]) -> None:
+    """Exit with ``entry()``'s status (the ``sqleval`` console script, ``python -m pytest_sqleval.datasets``). Output
+    piped to a reader that left (``sqleval stats --json | head``) ends the command without a traceback (Python's
+    signal module documentation)."""
+    import os
+
+    try:
+        status = entry()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit cannot fail again
+        status = 1
+    sys.exit(status)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_console(main)

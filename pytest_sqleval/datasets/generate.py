@@ -5,7 +5,8 @@
    reasoning, as a JSON list (several per request; a high temperature, as in the paper).
 2. Each SQL is executed under the guard (:func:`pytest_sqleval.execution.runner.run_query`, untrusted) and
    kept only if it parses as one query, runs, returns a non-empty result of at most ``max_result_rows`` rows,
-   returns the same result on a second run (deterministic), and is not a duplicate of a kept query (the same
+   returns the same result on a second run, reads neither the clock nor a random number and has no LIMIT whose
+   rows an engine picks (no ORDER BY, or a tie at the cut) (deterministic), and is not a duplicate of a kept query (the same
    normalised SQL, or the same result and the same structure: tables and clauses).
 3. The model writes a natural-language question for each kept SQL (and optional paraphrases: extra cases
    with the same gold, which the plugin groups per gold SQL).
@@ -194,8 +195,9 @@ class Model:
             raise GenerateError("a request is not in the response cache (--cache-mode only)")
         try:
             completion = self._client_for(config).complete(messages, parameters)
-        except self._error as exc:
-            raise GenerateError(f"the model call failed: {exc.message}") from None
+        except self._error as exc:  # the client's fixes name pytest's options: this command's are --model...
+            message = exc.message.replace("--sqleval-model", "--model").replace("--sqleval-cache", "--cache")
+            raise GenerateError(f"the model call failed: {message}") from None
         self.calls += 1
         self.cache.put(key, {"endpoint": config.endpoint, "model": config.name, "messages": messages,
                              "parameters": parameters}, {"text": completion.text})
@@ -343,7 +345,8 @@ def _open(database: str):
     else:
         path = Path(database)
         if not path.is_file():
-            raise GenerateError(f"database file not found: {path}", )
+            raise GenerateError(f"database file not found: {path}; fix: check the path (a SQLite or DuckDB file), or "
+                                "give a SQLAlchemy URL such as postgresql+psycopg://user@host/db")
         scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
         url = file_url(scheme, path.resolve())
     try:  # read-only, as the suites open it (a DuckDB file stays open to the query processes)
@@ -385,6 +388,58 @@ def _statement_text(sql: str, dialect: str) -> str:
     return sql[: last.end + 1] if last is not None else sql
 
 
+#: Functions whose value changes from run to run (the clock, random numbers), by their lower-cased name as sqlglot
+#: leaves it when it has no node class for them (an ``Anonymous`` call).
+CLOCK_FUNCTIONS = frozenset({"now", "clock_timestamp", "statement_timestamp", "transaction_timestamp", "timeofday",
+                             "get_current_timestamp", "get_current_time", "sysdate", "systimestamp", "getdate",
+                             "utc_timestamp", "utc_date", "utc_time", "curdate", "curtime"})
+RANDOM_FUNCTIONS = frozenset({"randomblob", "random_uuid", "uuid_generate_v4", "newid", "setseed", "rand"})
+#: Date functions' arguments that name the current moment: SQLite's ``date('now')``, PostgreSQL's ``'today'::date``.
+CLOCK_WORDS = frozenset({"now", "today", "tomorrow", "yesterday"})
+
+
+def volatile_call(tree, dialect: str | None = None) -> str | None:
+    """What in the query's sqlglot tree reads the clock or draws a random number (its SQL text), else None: such a
+    query can return the same rows twice in a row (the same date; two equal coin tosses) and others later."""
+    from sqlglot import exp
+
+    clock = tuple(getattr(exp, name) for name in ("CurrentDate", "CurrentTime", "CurrentTimestamp",
+                                                   "CurrentDatetime", "Localtime", "Localtimestamp")
+                  if hasattr(exp, name))
+    random = tuple(getattr(exp, name) for name in ("Rand", "Randn", "Uuid") if hasattr(exp, name))
+    for node in tree.walk():
+        if isinstance(node, clock):
+            return f"the clock ({node.sql(dialect=dialect)})"
+        if isinstance(node, random):
+            return f"a random value ({node.sql(dialect=dialect)})"
+        if isinstance(node, exp.Anonymous):
+            name = str(node.this).lower()
+            if name in CLOCK_FUNCTIONS or (name == "unixepoch" and not node.expressions):
+                return f"the clock ({node.sql(dialect=dialect)})"
+            if name in RANDOM_FUNCTIONS:
+                return f"a random value ({node.sql(dialect=dialect)})"
+        if isinstance(node, exp.Literal) and node.is_string and node.this.strip().lower() in CLOCK_WORDS \
+                and _temporal(node.parent):
+            call = node.parent.parent if _temporal(node.parent.parent) else node.parent  # strftime('%Y', 'now')
+            return f"the clock ({call.sql(dialect=dialect)})"
+    return None
+
+
+#: Date and time functions (sqlglot's class name, or the name of a call it has no class for) whose 'now' is today.
+TEMPORAL_FUNCTIONS = frozenset({"date", "time", "datetime", "julianday", "unixepoch", "strftime", "timetostr",
+                                "timestrtotime", "strtotime", "tsordstodate", "tsordstotimestamp", "timestamp"})
+
+
+def _temporal(node) -> bool:
+    from sqlglot import exp
+
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower() in TEMPORAL_FUNCTIONS
+    if isinstance(node, exp.Cast):  # (TryCast too) 'today'::date, not CAST('today' AS TEXT)
+        return node.to.is_type(*exp.DataType.TEMPORAL_TYPES)
+    return isinstance(node, exp.Func) and type(node).__name__.lower() in TEMPORAL_FUNCTIONS
+
+
 def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str, max_result_rows: int,
            timeout: float, kept: list[Kept] | None = None) -> tuple[list[Kept], list[Drop]]:
     """The execution filters, in order: parses as one query, runs under the guard, non-empty, at most
@@ -395,6 +450,7 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
 
     from ..errors import QueryError
     from ..execution.runner import run_query
+    from ..goldcheck import _limit_value, determinism_findings
     from ..model.extract import extract_sql, looks_like_sql
     from .stats import query_facts
 
@@ -424,6 +480,8 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
         except QueryError as exc:
             if exc.kind == "row_limit":
                 drops.append(Drop("too_many_rows", sql, f"more than {max_result_rows} rows"))
+            elif exc.kind == "timeout":  # the query error's hint names pytest's option, not this command's
+                drops.append(Drop("does_not_run", sql, f"timeout: ran past {timeout:g} s (raise it with --timeout)"))
             else:
                 drops.append(Drop("does_not_run", sql, f"{exc.kind}: {str(exc).split(': ', 1)[-1][:160]}"))
             continue
@@ -443,6 +501,20 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
         if _rows_key(second, ordered) != result_key:
             drops.append(Drop("nondeterministic", sql, "two runs returned different results"))
             continue
+        volatile = volatile_call(tree, dialect)  # two runs a moment apart agree on today's date, often on a coin toss too
+        if volatile is not None:
+            drops.append(Drop("nondeterministic", sql, f"its result depends on {volatile}"))
+            continue
+        # rows one engine happens to return first: LIMIT without ORDER BY (that cut some rows off: `SELECT
+        # count(*) ... LIMIT 1` cuts none), or a tie at the LIMIT's cut
+        limit = _limit_value(tree)
+        unsure = next((f for f in determinism_findings(sql, first, engine, dialect=dialect, timeout=timeout,
+                                                       max_rows=max_result_rows + 1, untrusted=True)
+                       if f.kind in ("ties_at_limit", "unstable") or (f.kind == "limit_without_order" and _cuts_rows(
+                           engine, tree, limit, len(first.rows), dialect=dialect, timeout=timeout))), None)
+        if unsure is not None:
+            drops.append(Drop("nondeterministic", sql, unsure.message))
+            continue
         normalised = _normalised_sql(tree, dialect)
         facts = query_facts(sql, dialect)
         structure = (tuple(sorted(facts.clauses)), facts.joins, tuple(sorted(facts.table_names)))
@@ -458,6 +530,24 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
                          tags=sorted(name for name, clause in CLAUSE_TYPES.items() if clause in facts.clauses)))
         kept[-1].rows_preview = first.rows[:3]  # type: ignore[attr-defined]
     return kept, drops
+
+
+def _cuts_rows(engine, tree, limit: int | None, returned: int, *, dialect: str, timeout: float) -> bool:
+    """Does the query's LIMIT leave rows out (so which ones come back matters)? Not when fewer rows came back, nor
+    when the query with LIMIT ``limit + 1`` returns no more; an unreadable LIMIT (``LIMIT ?``) is taken to cut."""
+    from ..errors import QueryError
+    from ..execution.runner import run_query
+
+    if limit is None:
+        return True
+    if returned < limit:
+        return False
+    try:
+        wider = run_query(engine, tree.copy().limit(limit + 1).sql(dialect=dialect), timeout=timeout,
+                          max_rows=limit + 1, untrusted=True, dialect=dialect)
+    except QueryError:
+        return True
+    return len(wider.rows) > limit
 
 
 def generate_suite(database: str, output: str | Path, *, options: GenerateOptions, model: str,
@@ -477,6 +567,9 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                                   (_report_path(output, report_path), "--report", "generated.report.json")):
         if path.is_dir():  # found before any model call, not when the files are written at the end
             raise GenerateError(f"{option} {path} is a folder: name the file, e.g. {path / example}")
+    if not output.name.lower().endswith((".yaml", ".yml")):  # pytest --sqleval reads no other file as a suite
+        raise GenerateError(f"-o {output}: a suite is a YAML file that pytest --sqleval collects; fix: name it "
+                            f"{output.with_name(output.name + '.sqleval.yaml')}")
     given = database  # written to the suite as given: a ${VAR} stays one, expanded when the suite runs
     database = expand_env(database, lambda name: os.environ.get(name),
                           lambda name: GenerateError(f"environment variable {name} is not set (in {given})"))
@@ -490,7 +583,8 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
         except Exception as exc:  # noqa: BLE001
             raise GenerateError(f"cannot read the schema of {shown}: {exc}") from None
         if not tables:
-            raise GenerateError(f"{shown} has no tables", )
+            raise GenerateError(f"{shown} has no tables (views are not read); fix: give the database that holds "
+                                "your tables and their rows")
         rows = sample_rows(engine, tables, options.sample_rows, dialect=dialect, timeout=options.timeout)
         schema_text = render_schema(tables, "ddl", dialect=dialect, rows=rows)
         plain_schema = render_schema(tables, "ddl", dialect=dialect)
@@ -569,8 +663,10 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
         engine.dispose()
     if not report.kept:
         _write_report(report, output, report_path)
+        unread = (f"; {report.answers_without_json} of the model's {batches} answer(s) to the SQL prompt held no "
+                  f"JSON list of queries" if report.answers_without_json else "")
         raise GenerateError(f"no query survived the filters ({report.proposed} proposed): see the report "
-                            f"{_report_path(output, report_path)}")
+                            f"{_report_path(output, report_path)}{unread}")
     document = _suite_document(name, given if "://" in database else database, output, report)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(dump_yaml(document), encoding="utf-8")

@@ -469,7 +469,8 @@ def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = 
             except ValueError:
                 raise DatasetError(f"{path}: key {key!r} is not a question index", "keys are 0, 1, 2, ...") from None
             if not 0 <= index < len(dataset.items):
-                raise DatasetError(f"{path}: index {index} is outside the {len(dataset.items)} questions")
+                raise DatasetError(f"{path}: index {index} is outside the {len(dataset.items)} questions",
+                                   f"give the predictions file of these questions (keys 0 to {len(dataset.items) - 1})")
             sql, _, db_id = str(value).partition("\t----- bird -----\t") if value is not None else (None, "", "")
             item = dataset.items[index]
             predicted[item.case_id] = sql
@@ -691,7 +692,12 @@ def _write_predictions(path: Path, ids: Sequence[str], predicted: dict[str, str 
 
 class _SuiteDumper(yaml.SafeDumper):
     """Text with a NEL, U+2028 or U+2029 in double quotes, where they are escapes (`\\L`): written as is, as PyYAML
-    writes them elsewhere, they are line breaks to YAML 1.1 and text to YAML 1.2, and the loader refuses that."""
+    writes them elsewhere, they are line breaks to YAML 1.1 and text to YAML 1.2, and the loader refuses that.
+    No anchors: a value shared by several cases (a kept query's tags, copied to its paraphrases) is written out in
+    each, not as ``&id001`` / ``*id001``, which reads poorly and ties the cases together when one is edited."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _represent_text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -706,6 +712,17 @@ _SuiteDumper.add_representer(str, _represent_text)
 
 def dump_yaml(document: Any) -> str:
     return yaml.dump(document, Dumper=_SuiteDumper, sort_keys=False, allow_unicode=True, width=1 << 20)
+
+
+def _suite_name_in(path: Path) -> str | None:
+    """The ``suite:`` name of an existing suite file, else None (no file, or not a suite this can read)."""
+    if not path.is_file():
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return str(data["suite"]) if isinstance(data, dict) and data.get("suite") is not None else None
 
 
 def import_dataset(kind: str, src: str | Path, out: str | Path, *, predictions: str | Path | None = None,
@@ -736,12 +753,18 @@ def import_dataset(kind: str, src: str | Path, out: str | Path, *, predictions: 
             ids = _case_ids(document)
             _write_predictions(out / "predictions" / f"{stem}.jsonl", ids, predicted)
             document["predictions"] = f"predictions/{stem}.jsonl"
-    written = []
+    written, replaced = [], []
     for name, document in documents.items():
         target = out / name
+        previous = _suite_name_in(target)
+        if previous is not None and previous != document["suite"]:
+            replaced.append(f"{name} (suite {previous})")
         target.write_text(dump_yaml(document), encoding="utf-8")
         written.append(target)
     result = ImportResult(kind, written, len(dataset.items), warnings=list(dataset.warnings))
+    if replaced:  # a Spider and a SParC import share file names (db_id), not suite names
+        result.warnings.append(f"replaced {len(replaced)} suites of another import in {out}: {', '.join(replaced[:4])}"
+                               f"{', ...' if len(replaced) > 4 else ''}; import each dataset into a folder of its own")
     stale = sorted(p.name for p in out.glob("*.sqleval.y*ml") if p not in written)
     if stale:
         result.warnings.append(f"{out} holds {len(stale)} other suites ({', '.join(stale[:4])}"

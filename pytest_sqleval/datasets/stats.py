@@ -58,6 +58,8 @@ class Entry:
 
 # --------------------------------------------------------------------------- reading suites
 def suite_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The suite files named or under the folders named, each once (`stats suites/ suites/a.sqleval.yaml` does not
+    count the cases of ``a`` twice, nor make each of its questions a duplicate of itself)."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -70,7 +72,10 @@ def suite_files(paths: Iterable[str | Path]) -> list[Path]:
             files.append(path)
         else:
             raise StatsError(f"{path} does not exist")
-    return files
+    unique: dict[Path, Path] = {}
+    for file in files:
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values())
 
 
 def load_suites(paths: Iterable[str | Path]) -> list[Any]:
@@ -245,7 +250,8 @@ def query_facts(sql: str, dialect: str = "sqlite") -> QueryFacts:
     if tree is None:
         return QueryFacts(parsed=False, tokens=tokens)
     found: set[str] = set()
-    if tree.find(exp.Where):
+    # a query's WHERE, not an aggregate's FILTER (WHERE ...), which is no clause of the query
+    if any(not isinstance(where.parent, exp.Filter) for where in tree.find_all(exp.Where)):
         found.add("WHERE")
     if tree.find(exp.Group):
         found.add("GROUP BY")
@@ -418,7 +424,9 @@ def compute_stats(suites: Sequence[Any], *, similarity: str = "auto", near_dupli
         raise StatsError(f"--near-duplicate must be in (0, 1], not {near_duplicate}")
     entries = entries_of(suites)
     if not entries:
-        raise StatsError("the suites have no cases with gold SQL")
+        names = ", ".join(str(getattr(s, "path", s.name)) for s in suites[:4]) + (", ..." if len(suites) > 4 else "")
+        raise StatsError(f"the suites have no cases with gold SQL ({names}): the statistics describe (question, gold "
+                         "SQL) pairs, and a case with `expected:` rows instead of gold SQL is not counted")
     dialects = [s.dialect or (_dialect(s.cases[0]) if s.cases else "sqlite") for s in suites]
     facts = [query_facts(e.gold, dialects[e.suite_index]) for e in entries]
     parsed = [f for f in facts if f.parsed]

@@ -58,8 +58,12 @@ def tables_from_engine(engine) -> list[TableDoc]:
 
 
 def _type_text(sa_type: Any) -> str:
+    from sqlalchemy.types import NullType
+
+    if sa_type is None or isinstance(sa_type, NullType):  # a SQLite column declared without a type: none, not `NULL`
+        return ""
     try:
-        return str(sa_type) if sa_type is not None else ""
+        return str(sa_type)
     except Exception:  # noqa: BLE001 - some dialect types cannot render without a dialect
         return type(sa_type).__name__.upper()
 
