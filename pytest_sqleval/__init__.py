@@ -29,6 +29,8 @@ _EXPORTS = {
     "load_suite": "pytest_sqleval.loader",
     "run_query": "pytest_sqleval.execution.runner",
     "QueryError": "pytest_sqleval.errors",
+    "GoldError": "pytest_sqleval.errors",  # what the assertion helpers raise for a broken gold query
+    "DatabaseError": "pytest_sqleval.errors",  # ... and for a database they cannot open or read
     "SuiteError": "pytest_sqleval.errors",
     "assert_execution_match": "pytest_sqleval.assertions",
     "assert_exact_match": "pytest_sqleval.assertions",

@@ -211,15 +211,16 @@ def _spec(database: str, setup: list[str], where: str):
         if not Path(script).is_file():
             pytest.fail(f"{where}: setup script not found: {script}", pytrace=False)
     scripts = tuple(Path(s) for s in setup)
-    if database.rstrip("/") in ("sqlite:", "duckdb:") and not setup:
+    if database.rstrip("/") in ("sqlite:", "duckdb:", "sqlite:///:memory:", "duckdb:///:memory:") and not setup:
         pytest.fail(f"{where}: {database} is an empty in-memory database; build it with setup scripts: "
                     f"@pytest.mark.{MARKER}(\"{database}\", setup=[\"schema.sql\"]) (or, in the ini file, "
                     "sqleval_database_setup lines)", pytrace=False)
     if "://" in database:
-        if setup and database.startswith(("sqlite:///", "duckdb:///")) and len(database.split(":///", 1)[1]) > 0:
+        spec = DatabaseSpec(url=database, setup=scripts, source=database)
+        if setup and spec.file_path is not None:  # as a suite's `database:` reads it: `sqlite:///:memory:` is no file
             pytest.fail(f"{where}: setup scripts build a fresh database; they cannot target an existing file: "
                         "use \"sqlite://\" or \"duckdb://\" (a file is built for you) or a server URL", pytrace=False)
-        return DatabaseSpec(url=database, setup=scripts, source=database)
+        return spec
     path = Path(database)
     if setup:
         pytest.fail(f"{where}: setup scripts build a fresh database; give \"sqlite://\" or \"duckdb://\" "
@@ -267,9 +268,9 @@ def sqleval_query(sqleval_engine):
     """Run one untrusted query safely against ``sqleval_engine``: ``sqleval_query("SELECT ...")`` -> QueryResult."""
     if sqleval_engine is None:
         pytest.fail("sqleval_query: this case has no database to run queries on", pytrace=False)
-    from .assertions import connection_engine
+    from .assertions import fixture_engine
 
-    return QueryRunner(connection_engine(sqleval_engine))  # an overridden sqleval_engine may give a Connection
+    return QueryRunner(fixture_engine(sqleval_engine, "sqleval_query"))  # an override may give a Connection
 
 
 # --------------------------------------------------------------------------- explanations
@@ -353,13 +354,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def _add_verdict_section(report: pytest.TestReport, excinfo) -> None:
-    import re
-
     if type(excinfo.value).__name__ == "SqlevalAssertionError" or not excinfo.traceback:
         return  # the helpers' own failures already carry the explanation
-    entry = excinfo.traceback[-1]
+    for entry in reversed(excinfo.traceback):  # the failing frame, else the one that called into it: a unittest
+        texts = _frame_verdicts(entry)  # `self.assertTrue(verdict)` fails inside unittest, on a verdict of the test's
+        if texts:
+            report.sections.append(("sqleval verdict", "\n\n".join(texts)))
+            return
+
+
+def _frame_verdicts(entry) -> list[str]:
+    """The explanations of the failing verdicts in one traceback entry's frame that its statement names."""
+    import re
+
     if not any(type(v).__module__.startswith("pytest_sqleval.") for v in entry.frame.f_locals.values()):
-        return  # nothing of ours in the failing frame
+        return []  # nothing of ours in this frame
     from .assertions import explain, is_failing_verdict
 
     try:
@@ -377,5 +386,4 @@ def _add_verdict_section(report: pytest.TestReport, excinfo) -> None:
         text = explain(value)
         if text:
             texts.append(text)
-    if texts:
-        report.sections.append(("sqleval verdict", "\n\n".join(texts)))
+    return texts

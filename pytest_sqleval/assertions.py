@@ -294,12 +294,26 @@ def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequen
                 f"unknown clause name(s) {', '.join(map(repr, unknown)) or '(none given)'} for the "
                 f"{options.profile} profile; valid clauses: {', '.join(valid)}"
             )
+    from .sql.guard import invalid_text
+
+    problem = None if predicted is None else invalid_text(predicted)
+    if problem is not None:  # (a NUL or a lone surrogate in a comment would otherwise match: the text runs nowhere)
+        return ExactMatchCheck(
+            passed=False, gold=golds[0], predicted=predicted, profile=options.profile, clauses={},
+            checked=tuple(clauses) if clauses is not None else valid, reason=f"parse_error: {problem}",
+            golds=tuple(golds), subset=clauses is not None,
+        )
     results = []
     for text in golds:
         try:
             verdict = exact_match(text, predicted or "", resolved_schema, profile=options, dialect=dialect)
         except GoldUnreadable as exc:
-            raise ValueError(f"exact match cannot read the gold SQL {_one_line(text)!r}: {exc}") from None
+            from .metrics.exact_match import GoldOutsideGrammar
+
+            hint = (f" (the {options.profile} profile reads SQL as the official Spider parser, which cannot read this "
+                    "construct; rewrite the gold or use profile=\"sqleval\")"
+                    if isinstance(exc, GoldOutsideGrammar) else "")
+            raise ValueError(f"exact match cannot read the gold SQL {_one_line(text)!r}: {exc}{hint}") from None
         checked = tuple(clauses) if clauses is not None else tuple(verdict.clauses) or valid
         ok = bool(verdict.clauses) and all(verdict.clauses.get(c, False) for c in checked)
         if clauses is None:
@@ -445,7 +459,8 @@ def _engine(engine, helper: str, *, required: bool = True, argument: str = "engi
         return _as_engine(engine, argument)
     from .running_test import running_test_engine
 
-    found = connection_engine(running_test_engine())  # an overridden sqleval_engine may give a Connection
+    found = running_test_engine()
+    found = None if found is None else fixture_engine(found, helper)
     if found is None and required:
         raise ValueError(  # the helper's own argument: assert_exact_match takes schema=, not engine=
             f"{helper} needs a database: pass {argument}=... (e.g. {argument}=sqleval_engine_factory(\"shop.sqlite\")), "
@@ -464,10 +479,30 @@ def _as_engine(engine, argument: str = "engine"):
         return inner
     if isinstance(engine, (str, bytes, os.PathLike)) or not hasattr(engine, "dialect"):
         raise TypeError(
-            f"{argument}= must be a SQLAlchemy engine or connection, not {type(engine).__name__}; for a database "
+            f"{argument}= must be a SQLAlchemy engine or connection, not {_type_name(engine)}; for a database "
             f"path or URL, open it with the fixture: {argument}=sqleval_engine_factory(\"shop.sqlite\")"
         )
     return engine
+
+
+def fixture_engine(value: Any, helper: str) -> Any:
+    """What a plain test's (overridden) ``sqleval_engine`` gave, as an engine: a Connection stands for its engine; a
+    URL or a path is a TypeError naming the fix (never the value: a URL may hold a password)."""
+    found = connection_engine(value)
+    if isinstance(found, (str, bytes, os.PathLike)) or not hasattr(found, "dialect"):
+        raise TypeError(
+            f"{helper}: the sqleval_engine fixture gave a {_type_name(found)}, not a SQLAlchemy engine or "
+            "connection; for a database path or URL, return sqleval_engine_factory(\"shop.sqlite\") from the fixture, "
+            "or drop the override and use @pytest.mark.sqleval_database(\"shop.sqlite\")"
+        )
+    return found
+
+
+def _type_name(value: Any) -> str:
+    """``str``, or ``sqlite3.Connection`` and ``sqlalchemy.orm.session.Session``: a DB-API connection is no
+    "Connection" the message accepts."""
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
 def connection_engine(value: Any) -> Any:
@@ -628,14 +663,15 @@ def run_limits(timeout: Any, max_rows: Any) -> tuple[float, int]:
         max_rows = settings.get("max_rows") if max_rows is None else max_rows
     if timeout is None:
         timeout = DEFAULT_TIMEOUT
-    elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
-            or timeout <= 0:
+    elif isinstance(timeout, bool) or not isinstance(timeout, (numbers.Real, Decimal)) \
+            or (isinstance(timeout, Decimal) and not timeout.is_finite()) or not math.isfinite(float(timeout)) \
+            or timeout <= 0:  # numpy's numbers, a Decimal or Fraction too
         raise ValueError(f"timeout= must be a positive number of seconds, not {timeout!r}")
     if max_rows is None:
         max_rows = DEFAULT_MAX_ROWS
-    elif isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+    elif isinstance(max_rows, bool) or not isinstance(max_rows, numbers.Integral) or max_rows < 1:
         raise ValueError(f"max_rows= must be a whole number of rows, at least 1, not {max_rows!r}")
-    return float(timeout), max_rows
+    return float(timeout), int(max_rows)
 
 
 def _evaluator(timeout: float, max_rows: int, engine):
@@ -793,7 +829,9 @@ def _schema(schema) -> tuple[Any, str | None]:
 
 
 def _one_line(sql: str | None) -> str:
-    return " ".join((sql or "").split())
+    from .report.diff import sql_on_one_line
+
+    return sql_on_one_line(sql)
 
 
 def _predicted_line(sql: str | None) -> str:

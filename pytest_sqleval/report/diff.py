@@ -79,7 +79,24 @@ def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
 
 
 def _one_line(sql: str | None) -> str:
-    return printable(" ".join((sql or "").split()))
+    return printable(sql_on_one_line(sql))
+
+
+#: Where white space can be a value's: string literals, quoted names (also `[name]`), PostgreSQL's dollar quotes.
+_QUOTES = ("'", '"', "`", "[", "$")
+
+
+def sql_on_one_line(sql: str | None) -> str:
+    """The SQL on one line: each run of white space between tokens one space, while white space inside a string
+    literal or a quoted name is the value's and kept (``'a  b'`` is not ``'a b'``: a miss must not show two texts
+    that differ there as one)."""
+    text = (sql or "").strip()
+    flat = " ".join(text.split())
+    if flat == text or not any(quote in text for quote in _QUOTES):
+        return flat  # (the tokenizer runs only where white space may be a value's: ~1 ms a text)
+    from ..sql.spacing import collapse_white_space
+
+    return collapse_white_space(text)
 
 
 def _indent(lines: list[str]) -> list[str]:
@@ -106,7 +123,15 @@ def _cell(value: Any) -> str:
 
 
 def _row(row: Sequence[Any]) -> str:
-    return "(" + ", ".join(_cell(v) for v in row) + ")"
+    return "(" + ", ".join(map(_row_cell, row)) + ")"
+
+
+def _row_cell(value: Any) -> str:
+    """A cell of a row-only line: text that is empty or starts or ends with white space quoted (``('')`` against
+    ``(NULL)``, ``('Oslo ')`` against ``(Oslo)``), which a line of bare values would not show."""
+    if isinstance(value, str) and (not value or value != value.strip()):
+        return _cell(f"'{value}'")
+    return _cell(value)
 
 
 def rows_only(gold_only: Sequence[Sequence[Any]], predicted_only: Sequence[Sequence[Any]], *,
