@@ -371,8 +371,10 @@ class Evaluator:
                          case: Case | None = None, context: ScoreContext | None = None) -> dict[str, Any]:
         if not gold:
             return {"valid": None, "error": None, "execution_match": None, "soft_f1": None, "vacuous": False, "mismatch": None}
-        if prediction is None or (not prediction.strip() and suite.execution.profile != "bird"):
-            # (BIRD's evaluator hands even an empty text to sqlite3, which returns no rows)
+        if prediction is None or (not prediction.strip()
+                                  and prediction_rewrite(suite.execution) != "sqlite3_statement"):
+            # (BIRD's evaluator, and test-suite's with --keep_distinct, hand even an empty text to sqlite3, which
+            # returns no rows)
             message = "no prediction for this case" if prediction is None else "the prediction is empty"
             return with_shape(_failed_execution(QueryError("no_prediction", message)), case, None)
         options = suite.execution
@@ -542,6 +544,11 @@ def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepare
         return {"exact_match": None, "clauses": None, "exact_match_reason": "not computed: the case gives expected rows"}
     if prediction is None or not prediction.strip():
         return {"exact_match": False, "clauses": None, "exact_match_reason": "no_prediction"}
+    from .sql.guard import invalid_text
+
+    problem = invalid_text(prediction)
+    if problem is not None:  # (a bad character in a comment would otherwise match: the text runs nowhere)
+        return {"exact_match": False, "clauses": None, "exact_match_reason": f"parse_error: {problem}"}
     verdicts = []
     unreadable = None
     for gold in golds:
@@ -721,8 +728,23 @@ def jsonable(value: Any) -> Any:
         return "x'" + value.hex() + "'"
     if isinstance(value, (_dt.date, _dt.datetime, _dt.time)):
         return value.isoformat()
-    text = str(value)
+    text = _container_text(value) if isinstance(value, (tuple, frozenset)) else str(value)
     return text if len(text) <= MAX_REPORT_VALUE_CHARS else _cut(text)
+
+
+def _container_text(value: Any) -> str:
+    """A container of a miss's example rows, which hold normalised values (metrics/normalisation.py), as the driver's
+    value prints in the result tables: a JSON object or struct (a frozenset of its (key, value) pairs) as a dict, an
+    array (a tuple) as a list; never ``frozenset({('a', 1)})``."""
+    def item(inner: Any) -> str:
+        return _container_text(inner) if isinstance(inner, (tuple, frozenset)) else repr(inner)
+
+    if isinstance(value, tuple):
+        return "[" + ", ".join(map(item, value)) + "]"
+    pairs = all(isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str) for pair in value)
+    if value and pairs and len({pair[0] for pair in value}) == len(value):
+        return "{" + ", ".join(f"{key!r}: {item(inner)}" for key, inner in sorted(value, key=lambda pair: pair[0])) + "}"
+    return str(value)
 
 
 def _cut(text: str) -> str:

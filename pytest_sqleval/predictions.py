@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -121,6 +122,11 @@ def _parse_line(path: Path, number: int, line: str) -> Prediction:
     except RecursionError:
         raise SuiteError("the JSON is nested too deeply to read", path=path, line=number,
                          fix='write one flat object per line: {"id": "case-id", "sql": "SELECT ..."}') from None
+    except ValueError:  # Python's limit on the digits of an integer (sys.get_int_max_str_digits(), 4300)
+        raise SuiteError(f"the JSON has a number longer than the {sys.get_int_max_str_digits()} digits Python reads",
+                         path=path, line=number,
+                         fix='write one object per line with short values: {"id": "case-id", "sql": "SELECT ..."}'
+                         ) from None
     if isinstance(data, list):
         raise SuiteError("the line is a JSON array; the predictions file is JSON Lines, one object per line",
                          path=path, line=number,

@@ -10,6 +10,7 @@ where YAML 1.1 would read another value, that is an error naming the value and t
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,19 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineSeq
     return seq
 
 
+def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
+    """YAML's integer; one longer than Python reads (``sys.get_int_max_str_digits()``, 4300 digits) is a YAML error
+    naming its line, not a ValueError out of PyYAML."""
+    try:
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a number longer than the {sys.get_int_max_str_digits()} digits Python reads",
+            node.start_mark) from None
+
+
 for _loader in (_LineLoader, _CLineLoader):
+    _loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG, _construct_str)
@@ -204,6 +217,8 @@ def read_yaml(path: Path) -> Any:
             problem = f"a tab at column {mark.column + 1}, where YAML expects indentation or a space (YAML indents " \
                       f"with spaces only)"
             fix = "replace the tab with spaces (after a list's `-` too: `- id: a`)"
+        if str(problem).startswith("a number longer than"):
+            fix = "quote it to keep it as text (\"123...\"), or shorten it"
         if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (a control character): where it is
             character = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
             problem = f"the character U+{character:04X} is not allowed in YAML ({exc.reason})"

@@ -100,10 +100,15 @@ def check_prediction(sql: str, dialect: str, *, allow_functions: Iterable[str] =
             f"{len(statements)} statements; only a single query runs" if statements
             else "no statement: the prediction holds only comments, white space or ';'",
         )
+    if _empty_statement_after(tokens):
+        # `q; ;` is two statements to SQLite (Python's sqlite3 refuses it), one to PostgreSQL and DuckDB: refused on
+        # every engine alike (a comment after the final ';' is no statement)
+        raise QueryError("rejected", "an empty statement (`;`) follows the query; only a single query runs: end it "
+                                     "with one `;` or none")
     tree = statements[0]
     if not isinstance(tree, _QUERY_ROOTS):
         name = _statement_name(tokens, tree)
-        raise QueryError("rejected", f"a {name} statement is not a query; only a single read-only query runs")
+        raise QueryError("rejected", f"{_article(name)} {name} statement is not a query; only a single read-only query runs")
     nodes = _check_tree(tree)
     _check_identifiers(sql, tokens, dialect)
     key = dialect_key(dialect)
@@ -121,12 +126,21 @@ def dialect_key(dialect: str) -> str:
 def _check_text(sql: str) -> None:
     if len(sql) > MAX_SQL_LENGTH:
         raise QueryError("rejected", f"the prediction is {len(sql)} characters long (limit {MAX_SQL_LENGTH})")
+    problem = invalid_text(sql)
+    if problem is not None:
+        raise QueryError("syntax", problem)
+
+
+def invalid_text(sql: str) -> str | None:
+    """Why ``sql`` is no text an engine could read (not valid UTF-8: a lone surrogate, a byte a predictions file
+    held; a NUL character), or None. Such a prediction misses everywhere, exact match included."""
     try:
         sql.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise QueryError("syntax", f"the prediction is not valid UTF-8 text (bad character at position {exc.start})") from None
+        return f"the prediction is not valid UTF-8 text (bad character at position {exc.start})"
     if "\x00" in sql:
-        raise QueryError("syntax", "the prediction contains a NUL character")
+        return "the prediction contains a NUL character"
+    return None
 
 
 def _parse(sql: str, dialect: str) -> tuple[list[Token], list[exp.Expression]]:
@@ -140,7 +154,8 @@ def _parse(sql: str, dialect: str) -> tuple[list[Token], list[exp.Expression]]:
     except SqlglotError as exc:
         keyword = _leading_keyword(sql, dialect)
         if keyword is not None:
-            raise QueryError("rejected", f"a {keyword} statement is not a query; only a single read-only query runs") from None
+            raise QueryError("rejected", f"{_article(keyword)} {keyword} statement is not a query; only a single read-only "
+                                         "query runs") from None
         raise QueryError("syntax", f"does not parse as {dialect} SQL: {_first_line(exc)}") from None
     except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
         # sqlglot's function builders assume well-formed arguments (MAP(x) raises IndexError): not a query
@@ -149,6 +164,15 @@ def _parse(sql: str, dialect: str) -> tuple[list[Token], list[exp.Expression]]:
     # A comment after the last ';' (`SELECT ...; /* end */`, `SELECT ...; -- done`) is no statement: sqlglot
     # keeps it as a bare Semicolon node carrying the comment.
     return tokens, [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+
+
+def _empty_statement_after(tokens: list[Token]) -> bool:
+    """Is there a ``;`` after the ``;`` that ends the first statement (``SELECT 1;;``, ``SELECT 1; -- c`` then ``;``)?
+    Empty statements before the first one (``;SELECT 1``) are the engine's to read (SQLite skips them)."""
+    kinds = [token.token_type for token in tokens]
+    start = next((i for i, kind in enumerate(kinds) if kind != TokenType.SEMICOLON), len(kinds))
+    ends = [i for i in range(start, len(kinds)) if kinds[i] == TokenType.SEMICOLON]
+    return len(ends) > 1
 
 
 _QUERY_START_TOKENS = {"SELECT", "WITH", "VALUES", "L_PAREN", "FROM", "TABLE"}
@@ -172,6 +196,11 @@ def starts_with_unknown_word(sql: str, dialect: str) -> bool:
     except (SqlglotError, RecursionError, ValueError):
         return False
     return bool(tokens) and tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() not in _STATEMENT_WORDS
+
+
+def _article(word: str) -> str:
+    """``an`` before a statement name read with a vowel sound (``an ATTACH``, ``an UPDATE``), else ``a``."""
+    return "an" if word[:1].upper() in "AEIOU" else "a"
 
 
 def _statement_name(tokens: list[Token], tree: exp.Expression) -> str:
@@ -428,7 +457,9 @@ def _resolve(token: Token, dialect: str) -> str:
 
 # --------------------------------------------------------------------------- relations
 def _check_relations(nodes: list[exp.Expression], dialect: str) -> None:
-    """System catalogue relations that expose secrets or server state (``pg_authid``, ``pg_settings``...)."""
+    """System catalogue relations that expose secrets or server state (``pg_authid``, ``pg_settings``...), and
+    PostgreSQL's TOAST tables (schema ``pg_toast``, ``pg_toast_temp_N``): the raw storage of large values of every
+    table, so ``pg_toast.pg_toast_1260`` reads pg_authid's."""
     exact, prefixes = allowlist.denied_relations(dialect)
     information_schema = allowlist.denied_information_schema(dialect)
     if not (exact or prefixes or information_schema):
@@ -440,6 +471,13 @@ def _check_relations(nodes: list[exp.Expression], dialect: str) -> None:
             continue
         name = _fold_identifier(node.this, dialect)
         schema = _fold_identifier(node.args.get("db"), dialect)
+        if schema is not None and (schema == "pg_toast" or schema.startswith("pg_toast_temp_")) \
+                and dialect in _POSTGRES_PARSER_DIALECTS:
+            raise QueryError(
+                "rejected",
+                f"reads {schema}.{name}, the raw storage of other tables' large values (system catalogues with "
+                "secrets included); predictions may only read the database's own tables",
+            )
         if schema == "information_schema":
             denied = name in information_schema
         else:

@@ -137,7 +137,11 @@ class PostgreSQLBackend(Backend):
             return None
 
     def target(self, engine: Any) -> Target | None:
-        return registered_target(engine) or ("postgresql", engine.url.render_as_string(hide_password=False))
+        registered = registered_target(engine)
+        if registered is None:  # the user's engine: its connection's own parameters, whatever built it
+            registered = ("postgresql", url_with_connection_parameters(engine))
+            register_target(engine, registered)
+        return registered
 
     def open_target(self, target: Target, *, max_memory: int | None = None):
         return postgres_engine(target[1])
@@ -262,6 +266,48 @@ def _infinity_loaders() -> dict[str, Any]:
 
             _INFINITY_LOADERS[pg_type] = type(f"Infinity{base.__name__}", (base,), {"load": load})
     return _INFINITY_LOADERS
+
+
+#: Connection parameters the query process sets itself (or that the URL's own fields carry).
+_OWN_PARAMETERS = frozenset({"host", "hostaddr", "port", "dbname", "user", "password", "connect_timeout"})
+
+
+def url_with_connection_parameters(engine: Any) -> str:
+    """The URL of a PostgreSQL engine made outside the plugin, with what its connections really use beside the URL:
+    ``connect_args=`` (``{"options": "-csearch_path=app"}``, ``sslmode``, ``application_name``), a ``creator=``,
+    ``PG*`` environment variables. The query process reopens the database from this URL alone, so without them a
+    query there would run on another schema, or as another user, than the same query on the user's engine.
+
+    Read from one live connection (psycopg 3's ``info.get_parameters()``: every libpq parameter set to a
+    non-default value; psycopg2's ``get_dsn_parameters()``): each one the URL lacks is added to its query string,
+    which SQLAlchemy hands to the driver. The URL's own host, port, user and database stay as they are; a URL
+    without them (an engine made with ``creator=``) takes the connection's. No connection: the URL as it is (the
+    query process then reports the failure)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(engine.url.render_as_string(hide_password=False))
+    try:
+        with engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            info = getattr(driver, "info", None)
+            if info is not None and hasattr(info, "get_parameters"):  # psycopg 3
+                parameters, password = dict(info.get_parameters()), getattr(info, "password", None)
+            else:  # psycopg2
+                parameters, password = dict(driver.get_dsn_parameters()), None
+            conn.rollback()
+    except Exception:  # noqa: BLE001 - the query process reports why it cannot connect
+        return url.render_as_string(hide_password=False)
+    fields = {"host": parameters.get("host"), "port": parameters.get("port"), "database": parameters.get("dbname"),
+              "username": parameters.get("user"), "password": password}
+    url = url.set(**{name: (int(value) if name == "port" and str(value).isdigit() else value)
+                     for name, value in fields.items() if value and not getattr(url, name)})
+    extra = {name: value for name, value in parameters.items()
+             if name not in _OWN_PARAMETERS and name not in url.query and value not in (None, "")}
+    if extra:
+        url = url.update_query_dict(extra)
+    text = url.render_as_string(hide_password=False)
+    register_url_secrets(text)  # the password read from the connection is masked in every message too
+    return text
 
 
 def psycopg_url(url: str) -> str:
@@ -495,6 +541,9 @@ def _create_restricted_role(conn, role: str, database: str) -> bool:
                 conn.execute(pgsql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(pgsql.Identifier(schema)))
                 conn.execute(pgsql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(pgsql.Identifier(schema), ident))
                 conn.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(pgsql.Identifier(schema), ident))
+                # a sequence is a relation a query may read (`SELECT last_value FROM s`); SELECT on it never lets
+                # nextval or setval change it (they need USAGE or UPDATE)
+                conn.execute(pgsql.SQL("GRANT SELECT ON ALL SEQUENCES IN SCHEMA {} TO {}").format(pgsql.Identifier(schema), ident))
             conn.execute(pgsql.SQL("GRANT {} TO CURRENT_USER").format(ident))
     except psycopg.Error:
         return False

@@ -170,6 +170,9 @@ class ShapeBuilder:
     def _select(self, select: exp.Select, outer: tuple[_Scope, ...], ctes: dict[str, _Source],
                 trailing: dict[str, exp.Expression] | None = None) -> QueryShape:
         args = {**select.args, **(trailing or {})}
+        if args.get("into") is not None or args.get("locks"):
+            # SELECT ... INTO writes a table and FOR UPDATE/SHARE locks rows: no read-only query, as the guard says
+            raise ValueError("not a query: " + ("SELECT ... INTO" if args.get("into") is not None else "FOR UPDATE/SHARE"))
         scope = _Scope(sources=[])
         keys = _Keys(self, (scope, *outer), ctes)
         joins = self._from(args.get("from_"), args.get("joins") or [], scope, outer, ctes)
