@@ -40,7 +40,8 @@ class CommandError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sqleval", description="pytest-sqleval reports: merge shards, re-gate, render.")
+    parser = argparse.ArgumentParser(prog="sqleval", description="pytest-sqleval: merge shards, re-gate and render "
+                                                                 "reports; import, describe and generate datasets.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, target in SUBCOMMANDS.items():
         module_name, _, function = target.partition(":")
@@ -70,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:  # the console-script entry point
-    sys.exit(main())
+    from .datasets.cli import run_console
+
+    run_console(main)  # `sqleval stats --json | head`: no BrokenPipeError traceback
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -224,6 +227,10 @@ def gate_command(args: argparse.Namespace) -> int:
         _write(args.output, regated)
     _print_overall(regated)
     merge_warnings = (regated.get("run") or {}).get("merge_warnings") or []  # a missing shard, say
+    shard = (regated.get("run") or {}).get("shard")
+    if shard:  # one shard's report: its gates judge part of the run (pytest does not let them fail the shard's job)
+        merge_warnings = [f"the report is shard {shard} of its run alone: its gates judge part of the cases; "
+                          "gate the shards' `sqleval merge` instead", *merge_warnings]
     for warning in [*merge_warnings, *(regated.get("baseline") or {}).get("warnings", [])]:
         print(f"warning: {warning}", file=sys.stderr)
     passed = _print_gates(regated)

@@ -190,10 +190,33 @@ def pytest_configure(config: pytest.Config) -> None:
 
     settings = resolve_model_settings(config)
     worker = hasattr(config, "workerinput")
-    runtime = ModelRuntime(settings, state, worker=worker, dist=config.getvalue("dist") if worker else None)
+    # a worker's own `dist` option is always "no" (xdist resets it): the controller's comes in workerinput
+    runtime = ModelRuntime(settings, state, worker=worker,
+                           dist=config.workerinput.get("sqleval_dist") if worker else None)
     if settings.predictor:
         runtime.user_function = _load_predictor(config, settings.predictor)
+    runtime.skipped = _skipped
     config.stash[RUNTIME_KEY] = runtime
+
+
+def _skipped(item) -> bool:
+    """Will pytest skip this item before its call (a ``skip`` mark, a true ``skipif``, ``xfail(run=False)``)?"""
+    try:
+        from _pytest.skipping import evaluate_skip_marks, evaluate_xfail_marks
+
+        if evaluate_skip_marks(item) is not None:
+            return True
+        xfail = evaluate_xfail_marks(item)
+        return xfail is not None and not xfail.run and not item.config.option.runxfail
+    except Exception:  # noqa: BLE001 - a skipif condition that fails (its setup reports it), or pytest internals moved
+        return False
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller: tell each worker the run's ``--dist`` mode (under ``worksteal`` a worker must not call the
+    model ahead for items that may be taken back and run by another worker)."""
+    node.workerinput["sqleval_dist"] = node.config.getvalue("dist")
 
 
 def _load_predictor(config: pytest.Config, spec: str):

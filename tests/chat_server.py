@@ -52,6 +52,7 @@ class Request:
     messages: list[dict[str, Any]]
     body: dict[str, Any]
     authorization: str | None
+    path: str = ""  # with its query string
 
 
 class ChatServer:
@@ -122,8 +123,8 @@ class ChatServer:
                 messages = body.get("messages") or []
                 with server._lock:
                     server.requests.append(Request(time.monotonic(), body.get("model", ""), messages, body,
-                                                   self.headers.get("Authorization")))
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                                                   self.headers.get("Authorization"), self.path))
+                if not self.path.partition("?")[0].rstrip("/").endswith("/chat/completions"):
                     return self._error(404, f"no route {self.path}", "not_found")
                 if server.api_key is not None and self.headers.get("Authorization") != f"Bearer {server.api_key}":
                     return self._error(401, "Incorrect API key provided", "invalid_api_key")

@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from .config import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT, DEFAULT_URL, ModelConfig
 
@@ -61,13 +61,20 @@ class ChatClient:
             raise ModelCallError(f"the model URL {config.endpoint} does not start with http:// or https://; fix: "
                                  f"write it in full, e.g. http://{config.endpoint}", fatal=True, called=False)
         key = os.environ.get(config.key_env or "OPENAI_API_KEY") or NO_KEY
-        if key != NO_KEY:  # a server may quote the key it refused: every message masks it
-            from ..secrets import register_secret
+        from ..secrets import is_secret_key, register_secret
 
+        if key != NO_KEY:  # a server may quote the key it refused: every message masks it
             register_secret(key)
         http_client = _deadline_client(openai, config.timeout or DEFAULT_MODEL_TIMEOUT)
+        # the SDK appends `chat/completions` to the base URL's text, query string included (`...?api-version=1chat/
+        # completions`): the query (Azure's api-version, a key) is sent with every request as the SDK's default_query
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        for value in (v for k, v in query.items() if is_secret_key(k)):
+            register_secret(value)
         self.client = openai.OpenAI(
-            base_url=url,
+            base_url=urlunsplit(parts._replace(query="", fragment="")),
+            **({"default_query": query} if query else {}),
             api_key=key,
             timeout=config.timeout or DEFAULT_MODEL_TIMEOUT,
             max_retries=DEFAULT_MODEL_RETRIES if config.retries is None else config.retries,
@@ -114,8 +121,8 @@ class ChatClient:
         try:
             message = response.choices[0].message
             text = message.content
-        except (AttributeError, IndexError, TypeError):
-            raise ModelCallError(f"the endpoint's answer has no message: {str(response)[:200]}") from None
+        except (AttributeError, IndexError, KeyError, TypeError):  # KeyError: `choices` a mapping, not a list
+            raise ModelCallError(_no_message(response)) from None
         if text is None and isinstance(getattr(message, "refusal", None), str):
             text = message.refusal  # the model declined (OpenAI's `refusal` field): its answer, a no_sql miss
         if isinstance(text, list):  # content as parts (Mistral's reasoning models, some gateways): the text parts
@@ -156,7 +163,8 @@ def _cached_tokens(usage) -> int | None:
         value = getattr(usage, "prompt_cache_hit_tokens", None)
     import math
 
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+            or (value >= 2**53 if isinstance(value, int) else not math.isfinite(value))):  # 10**400 overflows a float
         return None
     return int(value)
 
@@ -193,6 +201,18 @@ def _deadline_client(openai, seconds: float):
                                          getattr(started, "at", time.monotonic()) + seconds)
 
     return factory(event_hooks={"request": [on_request], "response": [on_response]})
+
+
+def _no_message(response) -> str:
+    """Why an answer holds no message: an error body sent with status 200 (some gateways do), else what came."""
+    from ..secrets import mask_secrets
+
+    error = getattr(response, "error", None)
+    if isinstance(error, dict) and error.get("message"):
+        return f"the endpoint answered with an error: {mask_secrets(str(error['message']))[:300]}"
+    if isinstance(error, str) and error.strip():
+        return f"the endpoint answered with an error: {mask_secrets(error)[:300]}"
+    return f"the endpoint's answer has no message: {mask_secrets(str(response))[:200]}"
 
 
 def _no_text(response, message) -> str:

@@ -10,7 +10,7 @@ Suite keys (validated by :func:`parse_suite_keys`, called by the loader):
 ``schema_format:`` ``ddl`` (default) | ``spider`` | ``compact``
 ``sample_rows:``   N example rows per table in the schema (default 0)
 ``history:``       earlier turns of an interaction in the prompt: ``model`` (the model's own SQL, default) |
-                   ``gold`` | ``none``
+                   ``gold`` | ``none`` (also YAML's false: ``off``, ``no``)
 ``examples:``      few-shot pairs: N (other cases of this suite), a file (JSONL or YAML list of {question, sql}),
                    or ``{file: ..., count: N}`` / ``{cases: N}``
 ``extract:``       ``auto`` (default) | ``fenced`` | ``raw``
@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import SuiteError
 from .extract import EXTRACT_MODES
@@ -75,7 +75,8 @@ class ModelConfig:
 
     @property
     def endpoint(self) -> str:
-        """The base URL without credentials (user info and query strings are dropped)."""
+        """The base URL without credentials: user info and secret query parameters (``key=``, ``api_key=``, ...)
+        are dropped; the others (Azure's ``api-version=``) are kept, since they change what is answered."""
         return endpoint_without_credentials(self.url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_URL)
 
     @property
@@ -115,13 +116,16 @@ class ModelConfig:
 
 
 def endpoint_without_credentials(url: str) -> str:
+    from ..secrets import is_secret_key
+
     parts = urlsplit(url)
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 address keeps its brackets
         host = f"[{host}]"
     if parts.port:
         host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not is_secret_key(k)])
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), query, ""))
 
 
 @dataclass(frozen=True)
@@ -170,7 +174,7 @@ def parse_suite_keys(path: Path, data: Mapping[str, Any]) -> SuiteModelSpec:
     if data.get("schema_format") is not None:
         value = data["schema_format"]
         if value not in SCHEMA_FORMATS:
-            raise error(f"unknown schema_format {value!r}", "schema_format", f"use one of: {', '.join(SCHEMA_FORMATS)}")
+            raise error(f"unknown schema_format {_shown(value)}", "schema_format", f"use one of: {', '.join(SCHEMA_FORMATS)}")
         spec = replace(spec, schema_format=value)
     if data.get("sample_rows") is not None:
         value = data["sample_rows"]
@@ -179,8 +183,10 @@ def parse_suite_keys(path: Path, data: Mapping[str, Any]) -> SuiteModelSpec:
         spec = replace(spec, sample_rows=value)
     if data.get("history") is not None:
         value = data["history"]
+        if value is False:  # `history: off` (or no, false): YAML's false, read as what it says
+            value = "none"
         if value not in HISTORY_MODES:
-            raise error(f"unknown history mode {value!r}", "history",
+            raise error(f"unknown history mode {_shown(value)}", "history",
                         "use `model` (the model's own earlier SQL, default), `gold` or `none`")
         spec = replace(spec, history=value)
     if data.get("examples") is not None:
@@ -188,9 +194,16 @@ def parse_suite_keys(path: Path, data: Mapping[str, Any]) -> SuiteModelSpec:
     if data.get("extract") is not None:
         value = data["extract"]
         if value not in EXTRACT_MODES:
-            raise error(f"unknown extract mode {value!r}", "extract", f"use one of: {', '.join(EXTRACT_MODES)}")
+            raise error(f"unknown extract mode {_shown(value)}", "extract", f"use one of: {', '.join(EXTRACT_MODES)}")
         spec = replace(spec, extract=value)
     return spec
+
+
+def _shown(value: Any) -> str:
+    """A mode's value in a message; a boolean is an unquoted yes/no/on/off/true/false, as YAML reads them."""
+    if isinstance(value, bool):
+        return f"{value!r} (YAML reads an unquoted yes/no/on/off/true/false as a boolean)"
+    return repr(value)
 
 
 def _model_mapping(value: Any, error) -> ModelConfig:

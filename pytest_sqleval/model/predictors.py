@@ -176,7 +176,10 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
         return failed(f"the predictor's 'sql' is {type(sql).__name__}, not text")
     raw = answer.get("raw_output", sql)
     tokens = _tokens(answer.get("tokens"))
-    cached = bool(answer.get("cached", False))
+    cached = _flag(answer.get("cached", False))
+    if cached is None:  # bool("false") is True: a wrong cache hit, priced at zero
+        return failed(f"the predictor's 'cached' is {answer.get('cached')!r}, not true or false; fix: return "
+                      "'cached': True or False (from a file: write true or false unquoted)")
     latency = answer.get("latency_s")
     latency = float(latency) if _count(latency) is not None else elapsed  # NaN, inf or negative: not a latency
     cost = None
@@ -226,10 +229,24 @@ def _tokens(value: Any) -> dict[str, int | None] | None:
     return tokens
 
 
+def _flag(value: Any) -> bool | None:
+    """A yes/no value: a bool, None (no), 0/1, or the text true/false, yes/no, on/off, 1/0; None for anything else."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        return {"true": True, "yes": True, "on": True, "1": True,
+                "false": False, "no": False, "off": False, "0": False}.get(value.strip().lower())
+    return None
+
+
 def _count(value: Any) -> float | None:
     """A finite number >= 0 (a token count, a latency), else None: NaN, infinities and negatives are unknown."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
+    if isinstance(value, int):  # past 2**53 no float holds it (10**400 would overflow): not a real count
+        return value if 0 <= value < 2**53 else None
     return value if math.isfinite(value) and value >= 0 else None
 
 

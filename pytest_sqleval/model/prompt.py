@@ -13,7 +13,10 @@ without blocks is rendered whole as the single user message. Placeholders:
 ``metadata``  the case's ``metadata:`` mapping
 ``case_id``   the case id (``<interaction>/<n>`` for a turn)
 
-A name outside this list is an error naming it, found when the suite is loaded (not when the first case runs).
+A name outside this list is an error naming it, found when the suite is loaded (not when the first case runs); so is
+a template that uses none of the case's placeholders (``question``, ``evidence``, ``history``, ``examples``,
+``metadata``, ``case_id``): every case would send the same prompt, such as ``prompt: prompts/sql.tpl`` naming a file
+that does not exist, read as the text of the prompt.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class PromptSource:
 
 
 PLACEHOLDERS = ("question", "schema", "dialect", "evidence", "history", "examples", "metadata", "case_id")
+#: The placeholders that differ from case to case: a template with none of them sends every case the same prompt.
+CASE_PLACEHOLDERS = ("question", "evidence", "history", "examples", "metadata", "case_id")
 
 DEFAULT_PROMPT_TEXT = """\
 {% block system %}
@@ -108,6 +113,15 @@ class PromptTemplate:
         if unknown:
             raise TemplateProblem(f"{source.origin + ': ' if from_file else ''}unknown placeholder {', '.join(unknown)}",
                                   f"the placeholders are: {', '.join(PLACEHOLDERS)}")
+        if not undeclared & set(CASE_PLACEHOLDERS):  # every case would send one prompt (and share one cached answer)
+            path_like = source.origin == "inline" and "\n" not in source.text.strip() and " " not in source.text.strip()
+            raise TemplateProblem(
+                f"{source.origin + ': ' if from_file else ''}the prompt template never uses {{{{ question }}}} (nor any "
+                f"other placeholder of the case: {', '.join(CASE_PLACEHOLDERS[1:])}): every case would send the same "
+                f"prompt" + (f" (the text {source.text.strip()!r}; if it is a file path, no such file exists)"
+                             if path_like else ""),
+                "write {{ question }} where the question goes"
+                + ("; or point `prompt:` at an existing template file (relative to the suite)" if path_like else ""))
         self.blocks = [name for name in ("system", "user") if name in self.template.blocks]
         if self.blocks:  # only the blocks are sent: text outside them would silently never reach the model
             stray = next(_outside_blocks(parsed), None)

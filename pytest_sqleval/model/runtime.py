@@ -90,6 +90,9 @@ class ModelRuntime:
         self._schema_texts: dict[Any, str] = {}
         self._positions: dict[str, int] | None = None
         self.user_function: Callable | None = None  # --sqleval-predictor module:function
+        #: Will pytest skip this item before its call? (set by the glue, model_plugin.py): the look-ahead never calls
+        #: the model for it, a call paid for and never used
+        self.skipped: Callable[[Any], bool] = lambda item: False
 
     # -- configuration -------------------------------------------------------------------
     def spec(self, suite) -> SuiteModelSpec:
@@ -216,7 +219,7 @@ class ModelRuntime:
                 continue
             if isinstance(predictor, DefaultPredictor) and not predictor.applies(upcoming.suite):
                 continue
-            if not self._history_ready(upcoming):
+            if not self._history_ready(upcoming) or self.skipped(upcoming):
                 continue
             self.submit(upcoming, predictor)
 
@@ -432,7 +435,8 @@ def file_result(item) -> PredictionResult:
 
 def examples_for(case, suite, spec: ExamplesSpec | None) -> list[dict[str, Any]]:
     """Few-shot pairs: from the examples file, or other cases of the suite (never the case itself, nor a turn of
-    its own interaction, nor a pair with the case's question or gold SQL, such as a paraphrase), in file order."""
+    its own interaction, nor a pair with the case's question or gold SQL, such as a paraphrase, nor a case without
+    gold SQL: an empty answer is no example), in file order."""
     if spec is None:
         return []
 
@@ -453,7 +457,7 @@ def examples_for(case, suite, spec: ExamplesSpec | None) -> list[dict[str, Any]]
             break
         if other.id == case.id or (case.interaction is not None and other.interaction == case.interaction):
             continue
-        if not other.question or own(other.question, other.gold):
+        if not other.question or not other.gold or own(other.question, other.gold):  # no gold: `expected:` rows
             continue
         chosen.append({"question": other.question, "sql": other.gold})
     return chosen
