@@ -209,12 +209,18 @@ def _level_order(item: tuple[str, Any]) -> tuple[int, str]:
 
 
 def clause_accuracy(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Share of cases in which each exact-match component agrees."""
+    """Share of cases in which each exact-match component agrees, over the cases exact match scored: one whose
+    prediction it could not read into components (a parse error, no prediction) agrees on none."""
     verdicts: dict[str, list[bool]] = defaultdict(list)
+    unread = 0
     for record in records:
-        for clause, ok in (record.get("clauses") or {}).items():
-            verdicts[clause].append(bool(ok))
-    return {clause: math.fsum(map(float, oks)) / len(oks) for clause, oks in verdicts.items()}
+        clauses = record.get("clauses")
+        if clauses:
+            for clause, ok in clauses.items():
+                verdicts[clause].append(bool(ok))
+        elif record.get("exact_match") is False:
+            unread += 1
+    return {clause: math.fsum(map(float, oks)) / (len(oks) + unread) for clause, oks in verdicts.items()}
 
 
 def interaction_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:

@@ -116,3 +116,12 @@ def test_interaction_with_a_failed_gold_is_left_out():
     m = aggregate_suite(records)["metrics"]
     assert m["interaction_match"] == 0.0  # only i2 counts, and it missed
     assert m["question_match"] == 0.0
+
+
+def test_component_accuracy_counts_an_unreadable_prediction_as_agreeing_on_no_component():
+    read = {**rec(0, "SELECT 1", em=True), "clauses": {"select": True, "where": True}}
+    wrong_where = {**rec(1, "SELECT 1", em=False), "clauses": {"select": True, "where": False}}
+    unparsed = {**rec(2, "SELECT 1", valid=False, em=False), "clauses": None}  # parse error or no prediction
+    rows = {**rec(3, "SELECT 1", em=None), "clauses": None}  # exact match not computed (expected rows)
+    clauses = aggregate_suite([read, wrong_where, unparsed, rows])["clauses"]
+    assert clauses == {"select": pytest.approx(2 / 3), "where": pytest.approx(1 / 3)}

@@ -149,6 +149,16 @@ def test_join_on_conditions_are_ignored():
     assert spider(gold, "SELECT T1.name FROM concert AS T1 JOIN stadium AS T2").match
 
 
+def test_a_parenthesised_first_table_is_read_as_the_official_reads_it():
+    # the official parse_from accepts "( table_unit )" in the first FROM position only, and no alias after ")"
+    assert spider("SELECT name FROM singer WHERE age > 3", "SELECT name FROM (singer) WHERE age > 3").match
+    assert spider("SELECT name FROM (singer) WHERE age > 3", "SELECT name FROM singer WHERE age > 3").match
+    gold = "SELECT T1.name FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id"
+    assert spider(gold, "SELECT T1.name FROM (concert AS T1) JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id").match
+    for pred in ("SELECT name FROM ((singer)) WHERE age > 3", "SELECT T1.name FROM (singer) AS T1 WHERE T1.age > 3"):
+        assert not spider("SELECT name FROM singer WHERE age > 3", pred).match
+
+
 def test_table_order_in_from_is_ignored():
     gold = "SELECT T1.name FROM concert AS T1 JOIN stadium AS T2"
     assert spider(gold, "SELECT T1.name FROM stadium AS T2 JOIN concert AS T1").match
@@ -268,6 +278,16 @@ def test_prediction_outside_the_grammar_scores_zero_with_its_construct(pred, con
 def test_unparseable_prediction_is_a_parse_error():
     verdict = spider("SELECT name FROM singer", "SELEC name FROM")
     assert not verdict.match and verdict.reason.startswith("parse_error: ")
+
+
+@pytest.mark.parametrize("pred", ["SELECT count(*) FROM singer AS", "SELECT count(*) FROM singer as  ",
+                                  "SELECT T1.name FROM singer AS T1 JOIN concert AS", "SELECT count(*) FROM singer; AS"])
+def test_a_truncated_prediction_ending_in_as_fails_as_officially(pred):
+    # the official alias scan reads the token after every "as": an IndexError when "as" is the last token
+    gold = "SELECT count(*) FROM singer" if "JOIN" not in pred else "SELECT T1.name FROM singer AS T1 JOIN concert AS T2"
+    verdict = spider(gold, pred)
+    assert not verdict.match and verdict.reason == "parse_error: the official parser fails on it (as_at_end)"
+    assert spider("SELECT count(*) FROM singer", "SELECT count(*) FROM singer AS ;").match  # ";" is its alias
 
 
 def test_gold_outside_the_grammar_raises():

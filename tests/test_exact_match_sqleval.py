@@ -63,6 +63,40 @@ def test_cte_and_from_subquery_are_compared_by_content():
     assert "from" in failing(sqleval(gold, "SELECT count(*) FROM (SELECT name FROM singer WHERE age > 21) AS t"))
 
 
+def test_a_named_window_is_compared_by_its_definition():
+    gold = "SELECT name, rank() OVER w FROM singer WINDOW w AS (PARTITION BY country ORDER BY age)"
+    assert sqleval(gold, "SELECT name, rank() OVER (PARTITION BY country ORDER BY age) FROM singer").match
+    assert sqleval(gold, "SELECT name, rank() OVER v FROM singer WINDOW v AS (PARTITION BY country ORDER BY age)").match
+    assert not sqleval(gold, "SELECT name, rank() OVER w FROM singer WINDOW w AS (PARTITION BY country ORDER BY age DESC)").match
+    assert not sqleval(gold, "SELECT name, rank() OVER w FROM singer WINDOW w AS (ORDER BY age)").match
+    framed = "SELECT sum(age) OVER (PARTITION BY country ORDER BY age ROWS UNBOUNDED PRECEDING) FROM singer"
+    assert sqleval(framed, "SELECT sum(age) OVER (w ROWS UNBOUNDED PRECEDING) FROM singer "
+                           "WINDOW w AS (PARTITION BY country ORDER BY age)").match
+    inner = "SELECT name FROM (SELECT name, rank() OVER w AS r FROM singer WINDOW w AS (ORDER BY age)) WHERE r = 1"
+    assert sqleval(inner, "SELECT name FROM (SELECT name, rank() OVER (ORDER BY age) AS r FROM singer) WHERE r = 1").match
+    assert not sqleval(inner, "SELECT name FROM (SELECT name, rank() OVER w AS r FROM singer WINDOW w AS (ORDER BY name)) "
+                              "WHERE r = 1").match
+
+
+def test_a_table_in_parentheses_is_the_table():
+    gold = "SELECT T1.name FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id"
+    for pred in ("SELECT T1.name FROM (concert AS T1) JOIN (stadium) AS T2 ON T1.stadium_id = T2.stadium_id",
+                 "SELECT T1.name FROM ((concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id))",
+                 "SELECT c.name FROM (concert) AS c JOIN stadium AS s ON c.stadium_id = s.stadium_id"):
+        assert sqleval(gold, pred).match, pred
+    assert failing(sqleval(gold, "SELECT T1.name FROM (concert AS T1 LEFT JOIN stadium AS T2 "
+                                 "ON T1.stadium_id = T2.stadium_id)")) == {"from"}
+    assert sqleval("SELECT name FROM singer", "SELECT name FROM (singer)").match
+
+
+def test_a_recursive_cte_is_compared_by_content_whatever_its_names():
+    gold = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 5) SELECT n FROM c"
+    assert sqleval(gold, "WITH RECURSIVE d(m) AS (SELECT 1 UNION ALL SELECT m + 1 FROM d WHERE m < 5) SELECT m FROM d").match
+    assert sqleval(gold, "WITH RECURSIVE c(k) AS (SELECT 1 UNION ALL SELECT c.k + 1 FROM c WHERE c.k < 5) SELECT k FROM c").match
+    assert not sqleval(gold, "WITH RECURSIVE d(m) AS (SELECT 1 UNION ALL SELECT m + 1 FROM d WHERE m < 6) SELECT m FROM d").match
+    assert not sqleval(gold, "WITH RECURSIVE d(m) AS (SELECT 1 UNION ALL SELECT m + 2 FROM d WHERE m < 5) SELECT m FROM d").match
+
+
 # -- clauses -------------------------------------------------------------------------------------
 def test_nested_subquery_is_compared_whole_with_values():
     gold = "SELECT name FROM singer WHERE age > (SELECT avg(age) FROM singer WHERE country = 'a')"

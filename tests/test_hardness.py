@@ -85,6 +85,17 @@ def test_sqleval_classifier_counts_real_having_aggregates_and_from_subqueries():
     assert classify_hardness(not_in, SCHEMA, classifier="sqleval").level == "easy"
 
 
+def test_a_cte_counts_as_the_from_subquery_it_stands_for():
+    cte = "WITH c AS (SELECT country FROM singer GROUP BY country) SELECT count(*) FROM c"
+    sub = "SELECT count(*) FROM (SELECT country FROM singer GROUP BY country)"
+    for classifier, level in (("sqleval", "hard"), ("spider", "easy")):
+        got, expected = classify_hardness(cte, SCHEMA, classifier=classifier), classify_hardness(sub, SCHEMA, classifier=classifier)
+        assert (got.level, got.component1, got.component2, got.others) == (
+            level, expected.component1, expected.component2, expected.others)
+    recursive = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 5) SELECT n FROM c"
+    assert classify_hardness(recursive, SCHEMA, classifier="sqleval").level == "hard"
+
+
 def test_unparseable_sql_has_no_hardness():
     assert classify_hardness("SELEC name FROM", SCHEMA) is None
     with pytest.raises(ValueError):

@@ -32,7 +32,8 @@ entries of the flat list.
 For SQL the official parser cannot read (LEFT JOIN, IS NULL, CASE, CTEs, ...)
 the same counts are taken from the sqlglot tree read leniently: unknown
 expressions become placeholder columns, IS NULL a condition, a LEFT JOIN a
-join, a CTE reference a table. The result then says ``extended=True`` and
+join, a CTE reference a FROM subquery (its body; a recursive CTE's reference
+to itself a table). The result then says ``extended=True`` and
 lists the constructs.
 
 A bare boolean condition (``WHERE is_vip``, ``HAVING max(is_vip)``, ``WHERE

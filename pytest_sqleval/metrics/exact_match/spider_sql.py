@@ -219,6 +219,7 @@ class _Reader:
         self.strict = strict
         self.constructs: list[str] = []
         self.aliases: dict[str, str] = {}
+        self.ctes: dict[str, exp.Expression] = {}
         self.budget = WorkBudget()
 
     def outside(self, construct: str) -> None:
@@ -232,6 +233,8 @@ class _Reader:
             self.outside("not_a_query")
             return empty_spider_sql()
         self._scan_aliases(tree)
+        if not self.strict:  # the lenient reading (hardness) reads a CTE where it is used, as a FROM subquery
+            self.ctes = {cte.alias_or_name.lower(): cte.this for cte in tree.find_all(exp.CTE)}
         return self.read_query(tree, final=True)
 
     def read_query(self, node: exp.Expression, *, final: bool = False) -> SpiderSQL:
@@ -361,9 +364,18 @@ class _Reader:
 
     def _read_source(self, source: exp.Expression, *, joined: bool, tables: list[str]) -> tuple[Any, ...] | None:
         if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+            cte = self.ctes.pop(source.name.lower(), None) if not source.args.get("db") else None
+            if cte is not None:  # popped while read: a recursive CTE's reference to itself is a table
+                try:
+                    return ("sql", self.read_query(cte))
+                finally:
+                    self.ctes[source.name.lower()] = cte
             name = self._read_table(source)
             tables.append(name)
             return ("table_unit", f"__{name}__")
+        if (isinstance(source, exp.Subquery) and not joined and source.args.get("alias") is None
+                and isinstance(source.this, exp.Table) and not source.this.args.get("joins")):
+            return self._read_source(source.this, joined=joined, tables=tables)  # FROM (t): the official reads t
         if isinstance(source, exp.Subquery):
             if joined:
                 self.outside("join_subquery")

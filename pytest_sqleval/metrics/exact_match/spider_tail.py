@@ -79,6 +79,9 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
         return OfficialReading(None, "empty")
     if _gap(sql, 0, tokens[0].start):
         return OfficialReading(None, "comment")  # the first official token is the comment's
+    if tokens[-1].token_type == TokenType.ALIAS and not _gap(sql, tokens[-1].end + 1, len(sql)):
+        # the official alias scan reads the token after every ``as`` (get_tables_with_alias): none after the last
+        return OfficialReading(None, "as_at_end")
     swallowed = _without_swallowed_comments(sql, tokens)
     if swallowed is not None:
         tokens, sql = _tokens_and_text(swallowed, dialect)

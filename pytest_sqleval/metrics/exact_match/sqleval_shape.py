@@ -150,6 +150,8 @@ class ShapeBuilder:
         with_ = node.args.get("with_")
         if with_ is not None:
             for cte in with_.expressions:
+                if with_.args.get("recursive"):  # its own name inside its body: the CTE itself, whatever it is called
+                    ctes[cte.alias_or_name.lower()] = _Source("(recursive)", _derived_columns(cte, cte.this), ())
                 shape = self.query(cte.this, outer, ctes)
                 ctes[cte.alias_or_name.lower()] = _Source(f"({shape.digest})", _derived_columns(cte, cte.this), ())
         if isinstance(node, exp.SetOperation):
@@ -169,6 +171,7 @@ class ShapeBuilder:
 
     def _select(self, select: exp.Select, outer: tuple[_Scope, ...], ctes: dict[str, _Source],
                 trailing: dict[str, exp.Expression] | None = None) -> QueryShape:
+        select = _inline_named_windows(select)
         args = {**select.args, **(trailing or {})}
         if args.get("into") is not None or args.get("locks"):
             # SELECT ... INTO writes a table and FOR UPDATE/SHARE locks rows: no read-only query, as the guard says
@@ -225,7 +228,12 @@ class ShapeBuilder:
         """Fills the scope's sources; returns (join kind, ON condition or None) per join."""
         if from_ is None:
             return []
-        for node in [from_.this, *[join.this for join in joins]]:
+        first = _parenthesized_table(from_.this)
+        if isinstance(first, exp.Table) and first.args.get("joins"):  # FROM (a JOIN b ON ...) JOIN c: left-deep as written
+            joins = [*first.args["joins"], *joins]
+            first = first.copy()
+            first.set("joins", None)
+        for node in [first, *[join.this for join in joins]]:
             scope.sources.append(self._source(node, outer, ctes))
         _number_repeated(scope.sources)
         joined = []
@@ -237,6 +245,9 @@ class ShapeBuilder:
         return joined
 
     def _source(self, node: exp.Expression, outer: tuple[_Scope, ...], ctes: dict[str, _Source]) -> _Source:
+        unwrapped = _parenthesized_table(node)
+        if not unwrapped.args.get("joins"):  # a parenthesised join is read by _from (first source) or not at all
+            node = unwrapped
         alias = node.alias.lower() if node.alias else ""
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
             name = node.name.lower()
@@ -392,7 +403,7 @@ class _Keys:
     def _generic(self, node: exp.Expression, *, raw: bool = False) -> str:
         name = f"fn:{str(node.this).lower()}" if isinstance(node, exp.Anonymous) else node.key
         parts = []
-        for arg, value in node.args.items():
+        for arg, value in sorted(node.args.items()):  # by name: the order sqlglot set them in is no part of the SQL
             if isinstance(node, exp.Anonymous) and arg == "this":
                 continue
             if value is None or value is False or value == []:
@@ -538,6 +549,43 @@ def _output_names(node: exp.Expression) -> tuple[str, ...] | None:
            for item in node.expressions):
         return None
     return tuple(item.alias_or_name.lower() for item in node.expressions)
+
+
+def _inline_named_windows(select: exp.Select) -> exp.Select:
+    """``f() OVER w ... WINDOW w AS (PARTITION BY p ORDER BY o)`` is ``f() OVER (PARTITION BY p ORDER BY o)``: a copy
+    of ``select`` with its named windows written out (the WINDOW clause is then compared through its uses)."""
+    if not select.args.get("windows"):
+        return select
+    select = select.copy()
+    named = {w.name.lower(): w for w in select.args["windows"] if isinstance(w.this, exp.Identifier)}
+    select.set("windows", None)
+    for window in list(select.find_all(exp.Window)):
+        alias = window.args.get("alias")
+        definition = named.get(alias.name.lower()) if isinstance(alias, exp.Identifier) else None
+        if definition is None or window.parent_select is not select:
+            continue
+        for key in ("partition_by", "order", "spec"):
+            if not window.args.get(key) and definition.args.get(key):
+                value = definition.args[key]
+                window.set(key, [v.copy() for v in value] if isinstance(value, list) else value.copy())
+        window.set("alias", None)
+    return select
+
+
+def _parenthesized_table(node: exp.Expression) -> exp.Expression:
+    """``(t)``, ``((t AS a))`` or ``(t) AS a`` as a FROM source is the table ``t`` (named ``a``), and ``(t JOIN u ON
+    ...)`` the table ``t`` with its joins; anything else as is."""
+    inner, alias = node, None
+    while isinstance(inner, exp.Subquery):
+        alias = alias or inner.args.get("alias")
+        inner = inner.this
+    if inner is node or not isinstance(inner, exp.Table) or (inner.args.get("joins") and alias is not None):
+        return node
+    if alias is None:
+        return inner
+    table = inner.copy()
+    table.set("alias", alias.copy())
+    return table
 
 
 def _derived_columns(aliased: exp.Expression, query: exp.Expression) -> tuple[str, ...] | None:
