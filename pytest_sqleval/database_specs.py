@@ -51,8 +51,8 @@ def case_databases(ctx: LoadContext, entry: LineMapping) -> tuple[DatabaseSpec, 
 
 
 def _database_list(ctx: LoadContext, value: Any, line: int) -> tuple[DatabaseSpec, ...]:
-    if isinstance(value, str) and "://" not in value and glob.has_magic(value):
-        matches = sorted(glob.glob(str(ctx.resolve(value))))
+    if isinstance(value, str) and "://" not in value and glob.has_magic(pattern := expand_env(ctx, value, line)):
+        matches = sorted(glob.glob(str(ctx.resolve(pattern))))
         if not matches:
             raise ctx.error(f"no database matches {value!r}", line,
                             fix="check the glob pattern; it is relative to the suite file")
@@ -137,7 +137,7 @@ def _setup_scripts(ctx: LoadContext, value: LineMapping) -> tuple[Path, ...]:
         raise ctx.error("`setup:` must be a list of SQL script paths", line, fix="write `setup: [schema.sql, data.sql]`")
     paths = []
     for script in scripts:
-        path = ctx.resolve(script)
+        path = ctx.resolve(expand_env(ctx, script, line))  # `${VAR}` as in `database:` paths
         if not path.is_file():
             raise ctx.error(f"setup script not found: {path}", line, fix="paths are relative to the suite file")
         paths.append(path)

@@ -67,14 +67,15 @@ def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
     if isinstance(database, DatabaseSpec):
         return database
     text = os.fspath(database)
-    scripts = tuple(Path(s).resolve() for s in setup or ())
     from .secrets import expand_env
 
     def missing(name: str) -> Exception:
         return pytest.UsageError(f"the database {'URL ' if '://' in text else ''}{text!r} uses ${{{name}}}, which is not set; "
                                  f"set it or write ${{{name}:-default}}")
 
-    # as a suite's `database:`: a variable may hold the whole URL, or part of a path
+    # as a suite's `database:` and `setup:`: a variable may hold the whole URL, or part of a path
+    scripts = tuple(Path(expand_env(os.fspath(s), lambda name: os.environ.get(name), missing)).resolve()
+                    for s in setup or ())
     expanded = expand_env(text, lambda name: os.environ.get(name), missing)  # values URL-encoded, never shown
     if "://" in expanded:
         return DatabaseSpec(url=expanded, setup=scripts, source=text)

@@ -7,11 +7,12 @@ runs, each finding below is reported per case:
 ===================== ========= ==============================================================
 finding               severity  meaning
 ===================== ========= ==============================================================
-``unstable``          broken    two runs of the gold returned different results
+``unstable``          broken    two runs of the gold returned different results, or it draws a random value
 ``empty``             warning   no rows: any prediction returning no rows matches it vacuously
 ``single_null``       warning   one row, one NULL: a vacuous match is easy
 ``single_zero``       warning   one row, one 0: a vacuous match is easy (``SELECT 0``)
-``limit_without_order`` warning LIMIT without ORDER BY: which rows come back is up to the engine
+``limit_without_order`` warning LIMIT / FETCH FIRST / OFFSET without ORDER BY, at the top or in a
+                                subquery: which rows come back is up to the engine
 ``ties_at_limit``     warning   ORDER BY ... LIMIT k where row k+1 ties with row k on the keys:
                                 another engine may return a different, equally correct row
 ``large``             warning   more rows than the size threshold (``--sqleval-gold-size``)
@@ -80,6 +81,8 @@ def vacuous_findings(result: QueryResult) -> list[Finding]:
         value = normalise_value(rows[0][0])
         if value is None:
             return [Finding("single_null", "warning", "returns a single NULL: a vacuous prediction can match it")]
+        if value is False:  # PostgreSQL's and DuckDB's boolean, where SQLite returns 0: `SELECT 0` matches it too
+            return [Finding("single_zero", "warning", "returns a single FALSE (0): `SELECT 0` matches it")]
         if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
             return [Finding("single_zero", "warning", "returns a single 0: `SELECT 0` matches it")]
     return []
@@ -100,9 +103,14 @@ def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect:
     if outer is not None:
         limit = _limit_value(outer)
         order = outer.args.get("order")
-        if limit is not None and order is None:
+        cut = _unordered_cut(outer, dialect)
+        if cut is not None:
             findings.append(Finding("limit_without_order", "warning",
-                                    f"LIMIT {limit} without ORDER BY: which rows come back is up to the engine"))
+                                    f"{cut} without ORDER BY: which rows come back is up to the engine"))
+        inner = next((c for q in _inner_queries(outer) if (c := _unordered_cut(q, dialect, nested=True))), None)
+        if inner is not None:
+            findings.append(Finding("limit_without_order", "warning",
+                                    f"{inner} without ORDER BY in a subquery: which rows it keeps is up to the engine"))
         if limit is not None and order is not None and len(result.rows) == limit:
             try:
                 tie = _tie_at_cut(gold_sql, outer, limit, engine, dialect, timeout, max_rows, untrusted)
@@ -115,7 +123,24 @@ def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect:
     second = _rerun(ran_sql or gold_sql, engine, timeout, max_rows, text_errors, untrusted)
     if second is not None and not _same(result, second, ordered=outer is not None and outer.args.get("order") is not None):
         findings.append(Finding("unstable", "broken", "two runs of the gold returned different results"))
+    elif outer is not None and (drawn := _random_call(outer, dialect)) is not None:  # two equal coin tosses
+        findings.append(Finding("unstable", "broken",
+                                f"its result depends on a random value ({drawn}): two runs can return different results"))
     return findings
+
+
+#: Functions that draw a random value, by their lower-cased name as sqlglot leaves it when it has no node class for
+#: them (an ``Anonymous`` call); ``random()``, ``rand()``, ``uuid()``, ``gen_random_uuid()`` are sqlglot nodes.
+RANDOM_FUNCTIONS = frozenset({"randomblob", "random_uuid", "uuid_generate_v4", "newid", "setseed", "rand"})
+
+
+def _random_call(tree: exp.Expression, dialect: str) -> str | None:
+    """The SQL of a call in ``tree`` that draws a random value (``random()``, ``uuid()``, ...), else None."""
+    for node in tree.walk():
+        if isinstance(node, (exp.Rand, exp.Randn, exp.Uuid)) or (
+                isinstance(node, exp.Anonymous) and str(node.this).lower() in RANDOM_FUNCTIONS):
+            return node.sql(dialect=dialect)
+    return None
 
 
 def _outermost(sql: str, dialect: str) -> exp.Expression | None:
@@ -132,16 +157,55 @@ def _outermost(sql: str, dialect: str) -> exp.Expression | None:
 
 
 def _limit_value(query: exp.Expression) -> int | None:
+    """A literal LIMIT k (or ``FETCH FIRST k ROWS ONLY``, k = 1 when unwritten); None otherwise (no LIMIT, an
+    expression, PERCENT or WITH TIES)."""
     limit = query.args.get("limit")
     if limit is None:
         return None
-    value = limit.args.get("expression")
+    if isinstance(limit, exp.Fetch):
+        options = limit.args.get("limit_options")
+        if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
+            return None
+        value = limit.args.get("count") or exp.Literal.number(1)
+    else:
+        value = limit.args.get("expression")
     if isinstance(value, exp.Literal) and not value.is_string:
         try:
             return int(value.this)
         except ValueError:
             return None
     return None
+
+
+def _unordered_cut(query: exp.Expression, dialect: str, *, nested: bool = False) -> str | None:
+    """``LIMIT k`` / ``FETCH FIRST k ROWS ONLY`` / ``OFFSET k`` of a query without ORDER BY (the rows it keeps are
+    the engine's choice), as written; None when it is ordered or cuts nothing. ``nested``: a subquery, where a
+    LIMIT under EXISTS or on a single aggregate row (``SELECT max(x) FROM t LIMIT 1``) keeps nothing out."""
+    if query.args.get("order") is not None:
+        return None
+    cut = query.args.get("limit") or query.args.get("offset")
+    if cut is None:
+        return None
+    if nested:
+        parent = query.parent.parent if isinstance(query.parent, exp.Subquery) else query.parent
+        if isinstance(parent, exp.Exists):
+            return None
+        if isinstance(query, exp.Select) and query.args.get("group") is None and query.expressions \
+                and all(e.find(exp.AggFunc) for e in query.expressions):
+            return None
+    limit = _limit_value(query)
+    if limit == 0 and query.args.get("offset") is None:
+        return None  # no row at all: nothing is up to the engine
+    if isinstance(cut, exp.Limit) and limit is not None:
+        return f"LIMIT {limit}"
+    return cut.sql(dialect=dialect).strip()
+
+
+def _inner_queries(outer: exp.Expression):
+    """The queries nested in ``outer`` (subqueries, CTEs, the parenthesised sides of a set operation)."""
+    for node in outer.find_all(exp.Select, exp.SetOperation):
+        if node is not outer:
+            yield node
 
 
 def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialect: str, timeout: float,

@@ -124,10 +124,28 @@ def register_url_secrets(url: str) -> None:
         return
     if parsed.password:
         register_secret(str(parsed.password))
+    written = _written_password(url)
+    if written and "@" in written:  # `u:p@ss@db`: SQLAlchemy stops the password at the first '@' and takes the
+        register_secret(written)    # rest for the host, which the driver then echoes ("failed to resolve host
+        for piece in written.split("@")[1:]:  # 'ss@db'"): every piece after an '@' is the password's too
+            register_secret(piece)
     for key, value in parsed.query.items():
         if is_secret_key(key):
             for item in (value,) if isinstance(value, str) else value:
                 register_secret(unquote(item))
+
+
+def _written_password(url: str) -> str | None:
+    """The password as the text rules read it (up to the last '@' of the userinfo), None without one."""
+    match = _URL.match(url)
+    if match is None:
+        return None
+    rest = match.group("rest")
+    at = _userinfo_end(rest)
+    if at < 0:
+        return None
+    _user, colon, password = rest[:at].partition(":")
+    return password if colon else None
 
 
 def _mask_url_match(match: re.Match) -> str:

@@ -221,6 +221,27 @@ def test_a_failing_postgres_script_names_the_line_and_leaves_no_database(pyteste
     assert not [name for name in names if name.startswith(f"sqleval_{digest}_")]  # the failed build was dropped
 
 
+@pytest.mark.parametrize("script, line", [
+    # fails whole, before its VACUUM: nothing was kept, and the re-run leaves the VACUUM out
+    ("CREATE TABLE t (id int UNIQUE);\nINSERT INTO nope VALUES (1);\nVACUUM;\n", "line 2: INSERT INTO nope VALUES (1);"),
+    # a syntax error: PostgreSQL refuses the whole script before running any of it
+    ("PRAGMA journal_mode = WAL;\nCREATE TABLE t (id int);\nVACUUM;\n", "line 1: PRAGMA journal_mode = WAL;"),
+    # fails after a VACUUM: run in parts, the parts before it kept
+    ("CREATE TABLE t (id int UNIQUE);\nINSERT INTO t VALUES (1);\nVACUUM;\nINSERT INTO t VALUES (2);\n"
+     "INSERT INTO t VALUES (1);\nVACUUM ANALYZE;\n", "line 5: INSERT INTO t VALUES (1);"),
+])
+def test_a_failing_postgres_script_with_a_vacuum_still_names_the_line(pytester, postgres_url, script, line):
+    """VACUUM runs outside the build's transaction (as psql runs it); the failing statement's line is still named."""
+    (pytester.path / "bad.sql").write_text(script)
+    suite(pytester, f"""
+        database: {{url: "{postgres_url}", setup: [bad.sql]}}
+        cases: [{{id: a, gold: "SELECT 1"}}]
+    """)
+    result, _ = run(pytester)
+    assert result.parseoutcomes() == {"errors": 1}
+    assert f"({line})" in result.stdout.str()
+
+
 def test_plain_tests_under_xdist_share_one_build_of_a_setup_database(pytester):
     """Without --sqleval too, the workers of one run build a SQLite setup database once and all read it."""
     (pytester.path / "rnd.sql").write_text("CREATE TABLE r AS SELECT abs(random()) % 1000000000 AS x;\n")
@@ -295,3 +316,41 @@ def test_an_in_memory_duckdb_without_setup_says_what_to_do(pytester):
     assert result.parseoutcomes() == {"errors": 1}
     result.stdout.fnmatch_lines(["*case a: duckdb:///:memory: is an empty in-memory DuckDB database; use a .duckdb "
                                  "file, or `url: \"duckdb://\"` with setup scripts*"])
+
+
+def test_env_vars_expand_in_a_databases_glob_and_in_setup_script_paths(pytester, monkeypatch):
+    """`${VAR}` expands in a `databases:` glob and in `setup:` paths as it does in a `database:` path."""
+    data = pytester.path / "data"
+    data.mkdir()
+    for name, rows in (("a", "(1, 10), (2, 20)"), ("b", "(1, 10), (2, 5)")):
+        conn = sqlite3.connect(data / f"{name}.sqlite")
+        conn.executescript(f"CREATE TABLE t (id INTEGER, v INTEGER); INSERT INTO t VALUES {rows};")
+        conn.close()
+    (data / "schema.sql").write_text("CREATE TABLE t (id INTEGER, v INTEGER); INSERT INTO t VALUES (1, 10);\n")
+    monkeypatch.setenv("QA_DATA", str(data))
+    pytester.makefile(".sqleval.yaml", globbed=textwrap.dedent("""
+        databases: "${QA_DATA}/*.sqlite"
+        cases:
+          - {id: g, gold: "SELECT id FROM t WHERE v > 8", predicted: "SELECT id FROM t"}
+    """), built=textwrap.dedent("""
+        database: {url: "sqlite://", setup: ["${QA_DATA}/schema.sql"]}
+        cases:
+          - {id: s, gold: "SELECT v FROM t", predicted: "SELECT v FROM t"}
+    """))
+    result, report = run(pytester)
+    assert result.ret == 0, result.stdout.str()
+    cases = {c["id"]: c for c in report["cases"]}
+    assert [d["execution_match"] for d in cases["g"]["databases"]] == [True, False]
+    assert cases["s"]["outcome"] == "passed"
+
+
+def test_the_engine_factory_expands_env_vars_in_setup_script_paths(tmp_path, monkeypatch):
+    """`sqleval_engine_factory("duckdb://", setup=["${DIR}/schema.sql"])`: as in a suite's `setup:`."""
+    from pytest_sqleval.fixtures import _spec
+
+    monkeypatch.setenv("QA_SQL_DIR", str(tmp_path))
+    spec = _spec("sqlite://", ["${QA_SQL_DIR}/schema.sql"])
+    assert spec.setup == ((tmp_path / "schema.sql").resolve(),)
+    monkeypatch.delenv("QA_SQL_DIR")
+    with pytest.raises(pytest.UsageError, match="QA_SQL_DIR"):
+        _spec("sqlite://", ["${QA_SQL_DIR}/schema.sql"])

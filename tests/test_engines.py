@@ -103,6 +103,18 @@ def test_missing_driver_names_the_pip_install_line(pytester):
     assert "case a: the duckdb driver is not installed: pip install 'pytest-sqleval[duckdb]'" in result.stdout.str()
 
 
+def test_a_missing_postgres_driver_of_another_name_says_what_to_install(pytester):
+    """`postgresql+psycopg2://` without psycopg2: the message names the fix, not only Python's import error."""
+    pytester.makeconftest("import sys\nsys.modules['psycopg2'] = None  # as if psycopg2 were not installed\n")
+    pytester.makefile(".sqleval.yaml", d="database: 'postgresql+psycopg2://u@127.0.0.1:1/db'\n"
+                                         "cases: [{id: a, gold: SELECT 1}]\n")
+    result, _ = outcomes(pytester)
+    assert result.parseoutcomes() == {"errors": 1}
+    result.stdout.fnmatch_lines(["*case a: bad PostgreSQL URL postgresql+psycopg2://u@127.0.0.1:1/db: *"
+                                 "its driver module 'psycopg2' is not installed*"])
+    assert "or use postgresql+psycopg:// (pip install 'pytest-sqleval[postgres]')" in result.stdout.str()
+
+
 def test_bad_url_is_a_clear_error(pytester):
     pytester.makefile(".sqleval.yaml", d="database: 'nosuchdb+driver://x/y'\ncases: [{id: a, gold: SELECT 1}]\n")
     result, _ = outcomes(pytester)

@@ -113,3 +113,74 @@ def test_every_accepted_gold_is_checked(pytester):
     one = [line for line in result.stdout.lines if line.startswith("warning one-gold")]
     assert one and "gold #" not in one[0]
     assert result.ret == 0
+
+
+def test_unordered_cuts_beyond_a_top_level_limit(pytester):
+    """FETCH FIRST (the standard LIMIT), OFFSET alone and a LIMIT in a subquery or CTE, all without ORDER BY, keep
+    rows the engine picks; a LIMIT under EXISTS, on a single aggregate row, or LIMIT 0 does not."""
+    pytest.importorskip("duckdb")
+    (pytester.path / "schema.sql").write_text(
+        "CREATE TABLE t (id INTEGER, grp VARCHAR, v INTEGER);\n"
+        "INSERT INTO t VALUES (1, 'a', 5), (2, 'a', 5), (3, 'b', 7), (4, 'c', 9);\n")
+    pytester.makefile(".sqleval.yaml", cuts=textwrap.dedent("""
+        database: {url: "duckdb://", setup: [schema.sql]}
+        cases:
+          - {id: fetch, gold: "SELECT id FROM t FETCH FIRST 2 ROWS ONLY"}
+          - {id: offset, gold: "SELECT id FROM t OFFSET 1"}
+          - {id: in-sub, gold: "SELECT id FROM t WHERE id IN (SELECT id FROM t LIMIT 2) ORDER BY id"}
+          - {id: cte, gold: "WITH x AS (SELECT id FROM t LIMIT 2) SELECT id FROM x ORDER BY id"}
+          - {id: fetch-tie, gold: "SELECT id FROM t ORDER BY v FETCH FIRST 1 ROWS ONLY"}
+          - {id: with-ties, gold: "SELECT id FROM t ORDER BY v FETCH FIRST 1 ROWS WITH TIES"}
+          - {id: exists, gold: "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM t u WHERE u.v > t.v LIMIT 1) ORDER BY id"}
+          - {id: agg, gold: "SELECT id FROM t WHERE v = (SELECT max(v) FROM t LIMIT 1)"}
+          - {id: none, gold: "SELECT id FROM t LIMIT 0"}
+    """))
+    result, by_case = findings(pytester)
+    assert by_case == {
+        "fetch": ["limit_without_order"],
+        "offset": ["limit_without_order"],
+        "in-sub": ["limit_without_order"],
+        "cte": ["limit_without_order"],
+        "fetch-tie": ["ties_at_limit"],
+        "none": ["empty"],
+    }
+    result.stdout.fnmatch_lines(["*fetch: limit_without_order: FETCH FIRST 2 ROWS ONLY without ORDER BY*",
+                                 "*offset: limit_without_order: OFFSET 1 without ORDER BY*",
+                                 "*in-sub: limit_without_order: LIMIT 2 without ORDER BY in a subquery*"])
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_a_gold_drawing_random_values_is_unstable_even_when_two_runs_agree(pytester):
+    """Two runs of `ORDER BY random() LIMIT 1` can agree by chance (always, on one row): the draw itself is the
+    finding, so the check does not depend on luck."""
+    import sqlite3
+
+    conn = sqlite3.connect(pytester.path / "one.sqlite")
+    conn.executescript("CREATE TABLE t (id INTEGER, name TEXT); INSERT INTO t VALUES (1, 'a');")
+    conn.close()
+    pytester.makefile(".sqleval.yaml", rnd=textwrap.dedent("""
+        database: one.sqlite
+        cases:
+          - {id: coin, gold: "SELECT name FROM t ORDER BY random() LIMIT 1"}
+          - {id: plain, gold: "SELECT name FROM t ORDER BY id LIMIT 1"}
+    """))
+    result, by_case = findings(pytester)
+    assert by_case == {"coin": ["unstable"]}
+    result.stdout.fnmatch_lines(["*BROKEN coin: unstable: its result depends on a random value (RANDOM())*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_single_false_is_flagged_as_sqlite_s_single_0_is(pytester):
+    """`SELECT count(*) > 5 FROM t` is 0 on SQLite and FALSE on DuckDB/PostgreSQL, and `SELECT 0` matches both:
+    the same suite gets the same finding on every engine."""
+    pytest.importorskip("duckdb")
+    (pytester.path / "schema.sql").write_text("CREATE TABLE t (id INTEGER);\nINSERT INTO t VALUES (1);\n")
+    pytester.makefile(".sqleval.yaml", b=textwrap.dedent("""
+        database: {url: "sqlite://", setup: [schema.sql]}
+        cases:
+          - {id: false-gold, gold: "SELECT count(*) > 5 FROM t"}
+          - {id: true-gold, gold: "SELECT count(*) > 0 FROM t"}
+    """))
+    for url in ("sqlite://", "duckdb://"):
+        _, by_case = findings(pytester, f"--sqleval-database-url={url}")
+        assert by_case == {"false-gold": ["single_zero"]}, url

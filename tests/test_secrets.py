@@ -175,3 +175,14 @@ def test_a_url_masked_before_a_secret_was_known_is_masked_again_after():
     register_secret("zq7-lately-known-Secret")
     assert mask_url(url) == "sqlite:////tmp/***/shop.sqlite"
     assert mask_url("postgresql://u:pw9x@h/db") == "postgresql://u:***@h/db"
+
+
+def test_an_unencoded_at_sign_in_a_written_password_never_shows():
+    """`u:Xp@ssW0rd-9@host`: SQLAlchemy reads the password `Xp` and the host `ssW0rd-9@host`, which the driver
+    echoes ("failed to resolve host 'ssW0rd-9@127.0.0.1'"); the piece after the '@' is masked too."""
+    url = "postgresql://u:Xp@ssW0rd-9@127.0.0.1:1/db"
+    assert mask_url(url) == "postgresql://u:***@127.0.0.1:1/db"
+    message = "(psycopg.OperationalError) failed to resolve host 'ssW0rd-9@127.0.0.1': Name or service not known"
+    assert "ssW0rd-9" not in mask_secrets(message)
+    assert str(DatabaseError(message)) == "(psycopg.OperationalError) failed to resolve host '***@127.0.0.1': " \
+                                          "Name or service not known"

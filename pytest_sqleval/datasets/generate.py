@@ -388,12 +388,11 @@ def _statement_text(sql: str, dialect: str) -> str:
     return sql[: last.end + 1] if last is not None else sql
 
 
-#: Functions whose value changes from run to run (the clock, random numbers), by their lower-cased name as sqlglot
-#: leaves it when it has no node class for them (an ``Anonymous`` call).
+#: Functions whose value changes from run to run (the clock; random numbers: ``goldcheck.RANDOM_FUNCTIONS``), by
+#: their lower-cased name as sqlglot leaves it when it has no node class for them (an ``Anonymous`` call).
 CLOCK_FUNCTIONS = frozenset({"now", "clock_timestamp", "statement_timestamp", "transaction_timestamp", "timeofday",
                              "get_current_timestamp", "get_current_time", "sysdate", "systimestamp", "getdate",
                              "utc_timestamp", "utc_date", "utc_time", "curdate", "curtime"})
-RANDOM_FUNCTIONS = frozenset({"randomblob", "random_uuid", "uuid_generate_v4", "newid", "setseed", "rand"})
 #: Date functions' arguments that name the current moment: SQLite's ``date('now')``, PostgreSQL's ``'today'::date``.
 CLOCK_WORDS = frozenset({"now", "today", "tomorrow", "yesterday"})
 
@@ -402,6 +401,8 @@ def volatile_call(tree, dialect: str | None = None) -> str | None:
     """What in the query's sqlglot tree reads the clock or draws a random number (its SQL text), else None: such a
     query can return the same rows twice in a row (the same date; two equal coin tosses) and others later."""
     from sqlglot import exp
+
+    from ..goldcheck import RANDOM_FUNCTIONS
 
     clock = tuple(getattr(exp, name) for name in ("CurrentDate", "CurrentTime", "CurrentTimestamp",
                                                    "CurrentDatetime", "Localtime", "Localtimestamp")

@@ -30,7 +30,7 @@ from .base import (
     rollback,
     timeout_message,
 )
-from .connect import connect_failure, probe, require_module
+from .connect import EXTRAS, connect_failure, probe, require_module
 from .setup_scripts import cut_around, run_setup_scripts
 
 #: PostgreSQL's limit on identifiers (bytes).
@@ -208,7 +208,11 @@ def postgres_engine(url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOU
         engine = create_engine(url, pool_pre_ping=True,
                                connect_args={"connect_timeout": libpq_timeout(connect_timeout)})
     except Exception as exc:  # noqa: BLE001
-        raise DatabaseError(f"bad PostgreSQL URL {hide_password(url)}: {first_line(exc)}") from None
+        hint = ""
+        if isinstance(exc, ImportError) and getattr(exc, "name", None):  # postgresql+psycopg2:// without psycopg2
+            hint = (f"; its driver module {exc.name!r} is not installed: pip install the package that provides it, "
+                    f"or use postgresql+psycopg:// ({EXTRAS['postgresql']})")
+        raise DatabaseError(f"bad PostgreSQL URL {hide_password(url)}: {first_line(exc)}{hint}") from None
 
     @event.listens_for(engine, "connect")
     def _read_only_session(dbapi_conn, _record):  # pragma: no cover - exercised with a live server
@@ -416,9 +420,11 @@ def build_postgres(url: str, name: str, scripts: tuple[Path, ...], *, connect_ti
                                 "the user needs the CREATEDB right to build setup-script databases") from None
     target = make_url(psycopg_url(url)).set(database=name).render_as_string(hide_password=False)
     with admin_connect(target, connect_timeout) as conn:
+        failed: dict[str, tuple[int, int]] = {}  # where the part that failed is, in a script run in parts
         try:
-            run_setup_scripts(scripts, lambda text: _run_pg_script(conn, _without_psql_restrict(text)), psycopg.Error,
-                              "PostgreSQL", lambda _done, text: _pg_locate(conn, _without_psql_restrict(text)))
+            run_setup_scripts(scripts, lambda text: _run_pg_script(conn, _without_psql_restrict(text), failed),
+                              psycopg.Error, "PostgreSQL",
+                              lambda _done, text: _pg_locate(conn, _without_psql_restrict(text), failed.pop("part", None)))
         except DatabaseError as exc:
             if any(_copies_from_stdin(script) for script in scripts):
                 raise DatabaseError(f"{exc}; the script loads data with COPY ... FROM stdin, which only psql runs: "
@@ -444,33 +450,45 @@ def _without_psql_restrict(text: str) -> str:
     return "\n".join(lines)
 
 
-def _run_pg_script(conn, text: str) -> None:
+def _run_pg_script(conn, text: str, failed: dict[str, tuple[int, int]] | None = None) -> None:
     """Run a setup script in one implicit transaction; one with a statement PostgreSQL runs only outside a
     transaction block (``VACUUM``, ``CREATE INDEX CONCURRENTLY``) runs as psql runs it: each such statement on its
-    own, the statements between them together (nothing of the first attempt was kept: it was rolled back)."""
+    own, the statements between them together (nothing of the first attempt was kept: it was rolled back).
+    ``failed["part"]``: where the part that failed starts and ends (the parts before it were kept)."""
     import psycopg
 
     try:
         conn.execute(text)
     except psycopg.errors.ActiveSqlTransaction:
-        for part in _outside_transaction_parts(text):
-            conn.execute(part)
+        for offset, part in _outside_transaction_parts(text):
+            try:
+                conn.execute(part)
+            except psycopg.Error:
+                if failed is not None:
+                    failed["part"] = (offset, offset + len(part))
+                raise
 
 
-def _outside_transaction_parts(text: str) -> list[str]:
-    """``text`` cut around its statements that cannot run in a transaction block, each of them a part of its own."""
-    from sqlglot.dialects.dialect import Dialect
-
+def _outside_transaction_parts(text: str) -> list[tuple[int, str]]:
+    """``text`` cut around its statements that cannot run in a transaction block, each of them a part of its own:
+    ``(offset in text, part)`` pairs."""
     from .insert_merge import _statements
 
-    dialect = Dialect.get_or_raise("postgres")
-
-    def outside_transaction(statement: str) -> bool:
-        words = [token.text.upper() for token in dialect.tokenize(statement)]
-        return words[:1] == ["VACUUM"] or "CONCURRENTLY" in words
-
     spans = ((begin, end) for begin, end, _ in _statements(text, "postgres"))
-    return [part for part, _ in cut_around(text, spans, outside_transaction) if part.strip()]
+    parts, offset = [], 0
+    for part, _ in cut_around(text, spans, _outside_transaction):
+        if part.strip():
+            parts.append((offset, part))
+        offset += len(part)
+    return parts
+
+
+def _outside_transaction(statement: str) -> bool:
+    """A statement PostgreSQL runs only outside a transaction block (``VACUUM``, ``... CONCURRENTLY``)."""
+    from sqlglot.dialects.dialect import Dialect
+
+    words = [token.text.upper() for token in Dialect.get_or_raise("postgres").tokenize(statement)]
+    return words[:1] == ["VACUUM"] or "CONCURRENTLY" in words
 
 
 def _copies_from_stdin(script: Path) -> bool:
@@ -499,10 +517,13 @@ def _copies_from_stdin(script: Path) -> bool:
 _PG_OUTSIDE_TRANSACTION = frozenset({"BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "VACUUM", "PREPARE"})
 
 
-def _pg_locate(conn, text: str) -> int | None:
+def _pg_locate(conn, text: str, part: tuple[int, int] | None = None) -> int | None:
     """The offset of the statement of a failed script that fails, re-run one by one in a transaction that is
-    rolled back (a failed script left nothing: it ran as one implicit transaction); statements split with
-    sqlglot's PostgreSQL tokenizer. None for a script that manages its own transactions."""
+    rolled back; statements split with sqlglot's PostgreSQL tokenizer. A script that failed whole left nothing
+    (it ran as one implicit transaction; its VACUUMs, which change no data, are left out of the re-run); one run
+    in parts around its VACUUMs kept the parts before ``part`` (where the part that failed starts and ends),
+    so only that part is re-run (a VACUUM part fails in the re-run's transaction too: that is its line).
+    None for a script that manages its own transactions."""
     import psycopg
     from sqlglot.dialects.dialect import Dialect
 
@@ -511,7 +532,12 @@ def _pg_locate(conn, text: str) -> int | None:
 
     tokenizer = Dialect.get_or_raise("postgres")
     statements = [(start, text[start:end]) for start, end, _ in _statements(text, "postgres")]
-    if any(tokenizer.tokenize(statement)[0].text.upper() in _PG_OUTSIDE_TRANSACTION for _, statement in statements):
+    if part is not None:
+        statements = [(start, statement) for start, statement in statements if part[0] <= start < part[1]]
+    else:
+        statements = [(start, statement) for start, statement in statements if not _outside_transaction(statement)]
+    if any(tokenizer.tokenize(statement)[0].text.upper() in _PG_OUTSIDE_TRANSACTION - {"VACUUM"}
+           for _, statement in statements):
         return None
     offset = None
     try:
