@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -17,7 +18,9 @@ from sqlglot.errors import SqlglotError
 
 from .comparison import ComparisonOptions
 from .errors import DatabaseError, GoldError, QueryError
+from .execution.backends import target_of
 from .execution.runner import run_query, sqlglot_dialect
+from .execution.targets import file_version, registered_target
 from .metrics.bird import bird_soft_f1
 from .metrics.execution_match import compare_results
 from .metrics.soft_f1 import soft_f1
@@ -52,6 +55,28 @@ class Identity:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Identity) and other.obj is self.obj
+
+
+def engine_key(engine: Any) -> tuple:
+    """The gold and schema caches' key of ``engine``: the engine itself and, for a SQLite file, the file's
+    version (size, mtime, inode of it and its WAL), so that a file a test rewrote between two suites is read
+    afresh, as the query process reopens it (a result cached before the change would be stale)."""
+    target = registered_target(engine)
+    if target is None:
+        try:
+            target = target_of(engine)
+        except Exception:  # noqa: BLE001 - an engine no backend knows has no file to watch
+            target = None
+    return (Identity(engine), file_version(target))
+
+
+def _file_stamp(path: Any) -> tuple[int, int] | None:
+    """A file's size and mtime (a ``tables.json`` a test rewrote between two suites is read afresh)."""
+    try:
+        stat = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return (stat.st_size, stat.st_mtime_ns)
 
 
 @dataclass(frozen=True)
@@ -131,7 +156,7 @@ class Evaluator:
         max_rows = max_rows or self.max_rows
         # The database's name is part of the key: a result (or error) names the database it ran on, and two
         # suites may reach one engine under two names (a session-wide ``sqleval_engine`` override).
-        key = (Identity(engine), gold, dialect, options, timeout, max_rows, max_memory, display)
+        key = (engine_key(engine), gold, dialect, options, timeout, max_rows, max_memory, display)
         cached = self._gold_cache.pop(key, None)
         if cached is None:
             cached = self._run_gold(gold, options, engine, dialect, display, timeout, max_rows, max_memory=max_memory,
@@ -189,13 +214,13 @@ class Evaluator:
     # -- schema, difficulty, exact match ----------------------------------------
     def schema(self, case: Case, engine) -> Schema | None:
         if case.schema is not None:
-            key = (str(case.schema.tables_json), case.schema.db_id)
+            key = (str(case.schema.tables_json), case.schema.db_id, _file_stamp(case.schema.tables_json))
             if key not in self._schemas:
                 self._schemas[key] = Schema.from_spider_tables(case.schema.tables_json, case.schema.db_id)
             return self._schemas[key]
         if engine is None:
             return None
-        key = Identity(engine)
+        key = engine_key(engine)
         if key not in self._schemas:
             from .execution.backends import read_schema
 
@@ -250,7 +275,7 @@ class Evaluator:
             return False
         timeout, max_rows, engine = timeout or self.timeout, max_rows or self.max_rows, engines[0]
         dialect, options = suite_dialect(suite, engine), suite.execution
-        key = (Identity(engine), case.gold, dialect, options, timeout, max_rows, max_memory,
+        key = (engine_key(engine), case.gold, dialect, options, timeout, max_rows, max_memory,
                self._display(case.databases[0], engine))
         if key in self._gold_cache:
             return False

@@ -19,6 +19,7 @@ import time
 from typing import Any, BinaryIO
 
 from .protocol import HEADER, read_message, write_message
+from .targets import file_version as _file_version
 
 
 def _die_with_parent() -> None:
@@ -74,21 +75,6 @@ def open_target(target: tuple, *, max_memory: int | None = None):
     if backend is None:
         raise ValueError(f"unknown query target {target[0]!r}")
     return backend.open_target(target, max_memory=max_memory)
-
-
-def _file_version(target: tuple) -> tuple | None:
-    """A SQLite target's file and WAL as (size, mtime, inode) each; None for any other target."""
-    if not target or target[0] != "sqlite" or len(target) < 2:
-        return None
-    stamps = []
-    for path in (str(target[1]), f"{target[1]}-wal"):
-        try:
-            stat = os.stat(path)
-        except OSError:
-            stamps.append(None)
-        else:
-            stamps.append((stat.st_size, stat.st_mtime_ns, stat.st_ino))
-    return tuple(stamps)
 
 
 def _dispose(engine: Any) -> None:

@@ -11,6 +11,7 @@ engine's own timeout only.
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import Any
 
@@ -34,3 +35,19 @@ def registered_target(engine: Any) -> Target | None:
         return _registered.get(engine)
     except TypeError:
         return None
+
+
+def file_version(target: Target | None) -> tuple | None:
+    """A SQLite target's file and WAL as (size, mtime, inode) each; None for any other target. An engine opened
+    ``immutable=1`` goes on reading a file's old pages: whoever keeps one reopens it when this changes."""
+    if not target or target[0] != "sqlite" or len(target) < 2:
+        return None
+    stamps = []
+    for path in (str(target[1]), f"{target[1]}-wal"):
+        try:
+            stat = os.stat(path)
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return tuple(stamps)

@@ -15,7 +15,7 @@ from typing import Any
 from ...errors import DatabaseError, QueryError
 from ...results import QueryResult
 from ...suite import file_url, hide_password
-from ..targets import register_target, registered_target
+from ..targets import file_version, register_target, registered_target
 from .base import (
     DEFAULT_CONNECT_TIMEOUT,
     Backend,
@@ -138,7 +138,7 @@ class SQLiteBackend(Backend):
         return None
 
     def open_target(self, target: Target, *, max_memory: int | None = None):
-        return sqlite_engine(Path(target[1]))
+        return sqlite_engine(Path(target[1]), watch=False)  # the query process reopens a changed file itself
 
 
 def sqlite_file(url: str) -> Path:
@@ -156,9 +156,14 @@ def sqlite_file(url: str) -> Path:
     return Path(database)
 
 
-def sqlite_engine(path: Path):
-    """A read-only engine on a SQLite file."""
-    from sqlalchemy import create_engine
+def sqlite_engine(path: Path, *, watch: bool = True):
+    """A read-only engine on a SQLite file.
+
+    ``watch``: a connection is reopened when the file (or its WAL) changed since it was opened (a test's own
+    writable engine on it between two suites): opened ``immutable=1``, it would go on reading its old pages
+    (the schema, and the queries run in this process)."""
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.exc import DisconnectionError
     from sqlalchemy.pool import StaticPool
 
     if not path.is_file():
@@ -166,7 +171,9 @@ def sqlite_engine(path: Path):
     uri = sqlite_read_only_uri(path)
 
     def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=_PlainSQLiteConnection)
+        # (read afresh: a connection reopened after a change may find a WAL holding changes, see above)
+        conn = sqlite3.connect(sqlite_read_only_uri(path), uri=True, check_same_thread=False,
+                               factory=_PlainSQLiteConnection)
         harden_sqlite(conn)
         return conn
 
@@ -183,7 +190,18 @@ def sqlite_engine(path: Path):
             hint = (f"; its WAL/journal file holds changes not yet in the database and this directory is not "
                     f"writable: checkpoint it first (sqlite3 {path.name} 'PRAGMA wal_checkpoint(TRUNCATE)')")
         raise DatabaseError(f"cannot open SQLite database {path}: {exc}{hint}") from None
-    return register_target(create_engine("sqlite://", creator=connect, poolclass=StaticPool), ("sqlite", str(path.resolve())))
+    target = ("sqlite", str(path.resolve()))
+    engine = register_target(create_engine("sqlite://", creator=connect, poolclass=StaticPool), target)
+    if watch:
+        opened = [file_version(target)]
+
+        @event.listens_for(engine, "checkout")
+        def _reopen_if_changed(dbapi_connection, record, proxy) -> None:  # noqa: ANN001 - SQLAlchemy's signature
+            version = file_version(target)
+            if version != opened[0]:
+                opened[0] = version
+                raise DisconnectionError(f"{path} changed since it was opened")  # SQLAlchemy reconnects
+    return engine
 
 
 def _is_duckdb_file(path: Path) -> bool:
