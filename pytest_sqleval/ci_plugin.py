@@ -253,10 +253,14 @@ def _junit_property(reporter, record: dict[str, Any]) -> None:
     """Replace LogXML's ``str(dict)`` property by the record as JSON (or add it)."""
     import xml.etree.ElementTree as ET
 
+    from .report.json_values import json_primitive
+
     if reporter is None:
         return
     testcase = reporter.to_xml()  # after finalize(): the frozen <testcase> element
-    value = _xml_text(json.dumps(record, ensure_ascii=False, sort_keys=False, default=str))
+    # as the JSON report writes values (NaN as "nan", a set as a sorted list), so the property is strict JSON even
+    # with what a user's pytest_sqleval_score_case added to the record
+    value = _xml_text(json.dumps(json_primitive(record), ensure_ascii=False, sort_keys=False, default=str))
     properties = testcase.find("properties")
     if properties is None:
         properties = ET.Element("properties")

@@ -52,8 +52,11 @@ def parse_baseline_rule(text: str) -> BaselineRule:
             tolerance = float(tolerance_text)
         except ValueError:
             raise GateOptionError(f"tolerance of {target} must be a number, not {tolerance_text!r}") from None
-        if not 0.0 <= tolerance <= 1.0:
-            raise GateOptionError(f"tolerance of {target} is a drop between 0 and 1, not {tolerance_text}")
+        # a rate or a score moves by at most its maximum (1 for a rate); a user's mean (a length) by any finite amount
+        maximum = active_registry()[metric].maximum
+        if not 0.0 <= tolerance <= (maximum if maximum is not None else float("inf")) or tolerance == float("inf"):
+            bound = f"between 0 and {maximum:.4g}" if maximum is not None else "of 0 or more"
+            raise GateOptionError(f"tolerance of {target} is a drop {bound}, not {tolerance_text}")
     return BaselineRule(metric=metric, tolerance=tolerance, scope=scope.strip() or None if colon else None)
 
 

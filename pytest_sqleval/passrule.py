@@ -59,6 +59,8 @@ class Condition:
             clause_sets = metrics.get("clause_sets") or ([metrics["clauses"]] if metrics.get("clauses") else [])
             return any(all(c.get(name) for name in self.clauses) for c in clause_sets if c)
         actual = metrics.get(self.metric)
+        if isinstance(actual, Mapping):  # a {"passed": ...} verdict (a user's metric): its verdict, as aggregated
+            actual = actual.get("passed")
         if actual is None:
             return False
         if self.op is None:

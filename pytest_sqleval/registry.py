@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,9 @@ SCOPES = ("case", "interaction")
 #: What a suite's ``metrics`` block holds beside the metrics (:func:`pytest_sqleval.aggregate.case_metrics`): no
 #: metric may take these names, or its value and the block's own would overwrite each other.
 SUITE_METRICS_KEYS = frozenset({"errors_by_kind"})
+#: The breakdowns a threshold path starts with (``by_tag.joins.execution_accuracy``): a metric of one of these names
+#: could never be gated (its threshold would be read as the breakdown), so none may take them.
+BREAKDOWNS = ("by_gold_sql", "by_difficulty", "by_tag")
 
 
 class MetricError(ValueError):
@@ -69,9 +73,11 @@ class Metric:
     #: and its return value is stored in ``record[case_key]``. Without it, a ``pytest_sqleval_score_case`` hook
     #: (or the built-in scoring) fills the key.
     score: Callable[[dict[str, Any], Any], Any] | None = field(default=None, compare=False)
-    #: The highest value a rate or mean can take (a threshold above it can never be met): 1, but sqrt(1.25) for
-    #: ``r_ves`` (a reward of 1.25 for a prediction at least twice as fast as the gold).
-    maximum: float = 1.0
+    #: The highest value the aggregate can take (a threshold outside [0, maximum] can never be met): 1 for a rate;
+    #: for a mean, 1 for the built-in scores but sqrt(1.25) for ``r_ves`` (a reward of 1.25 for a prediction at
+    #: least twice as fast as the gold), and None (any finite number) unless given: a user's mean (a length in
+    #: characters, a latency, a difference) is not bounded by 1.
+    maximum: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or not self.name.replace("_", "").isalnum() \
@@ -93,6 +99,11 @@ class Metric:
                 raise MetricError(f"metric {self.name!r}: {attr} must be a function, not {getattr(self, attr)!r}")
         if self.case_key is not None and not isinstance(self.case_key, str):
             raise MetricError(f"metric {self.name!r}: case_key must be the record key as text, not {self.case_key!r}")
+        if self.maximum is not None and (isinstance(self.maximum, bool) or not isinstance(self.maximum, (int, float))
+                                         or not 0 < self.maximum < float("inf")):
+            raise MetricError(f"metric {self.name!r}: maximum must be a positive number or None, not {self.maximum!r}")
+        if self.maximum is None and self.kind == "rate":
+            object.__setattr__(self, "maximum", 1.0)
         if self.case_key is None and self.scope == "case":
             object.__setattr__(self, "case_key", self.name)
         if not self.label:
@@ -132,7 +143,7 @@ class Metric:
         """The description a report keeps, from which ``sqleval merge|gate`` aggregate the metric again."""
         return {"kind": self.kind, "case_key": self.case_key, "direction": self.direction, "label": self.label,
                 "title": self.title, "gateable": self.gateable, "population": self.population, "scope": self.scope,
-                "per_gold": self.per_gold, "in_pass_if": self.in_pass_if}
+                "per_gold": self.per_gold, "in_pass_if": self.in_pass_if, "maximum": self.maximum}
 
 
 class MetricRegistry:
@@ -140,6 +151,7 @@ class MetricRegistry:
 
     def __init__(self, metrics: Sequence[Metric] = ()) -> None:
         self._metrics: dict[str, Metric] = {}
+        self._where: dict[str, str] = {}  # name -> the file:line that registered it, for a name taken twice
         self._user: list[Metric] | None = None
         for metric in metrics:
             self.add(metric)
@@ -166,11 +178,19 @@ class MetricRegistry:
 
     def add(self, metric: Metric) -> Metric:
         if metric.name in self._metrics:
-            builtin = " (it is a built-in metric)" if any(m.name == metric.name for m in BUILTIN_METRICS) else ""
+            first = self._where.get(metric.name)
+            builtin = (" (it is a built-in metric)" if any(m.name == metric.name for m in BUILTIN_METRICS)
+                       else f" (first by {first})" if first else "")
             raise MetricError(f"metric {metric.name!r} is registered twice{builtin}; pick another name")
         if metric.name in SUITE_METRICS_KEYS:
             raise MetricError(f"metric {metric.name!r}: a suite's `metrics` already hold {metric.name!r} (the error "
                               "count's breakdown by kind) beside the metrics; pick another name")
+        if metric.scope == "interaction" and all(m.name != metric.name for m in BUILTIN_METRICS):  # made by name
+            raise MetricError(f"metric {metric.name!r}: scope='interaction' is for the built-in SParC metrics; a metric "
+                              "of yours is per case (leave scope out and fill record[case_key] for each turn)")
+        if metric.name in BREAKDOWNS:
+            raise MetricError(f"metric {metric.name!r}: a threshold on {metric.name!r} names the suite's breakdown of "
+                              f"that name ({metric.name}.<group>.<metric>), not a metric; pick another name")
         if metric.score is not None and metric.case_key in _record_keys():
             raise MetricError(f"metric {metric.name!r}: its score() would overwrite the case record's own "
                               f"{metric.case_key!r}; pick another name (or case_key)")
@@ -178,6 +198,7 @@ class MetricRegistry:
             raise MetricError(f"metric {metric.name!r}: the case record's own {metric.case_key!r} is text or a list, "
                               "never a value a metric aggregates; pick another name (or case_key)")
         self._metrics[metric.name] = metric
+        self._where[metric.name] = _registered_from()
         self._user = None
         return metric
 
@@ -228,6 +249,14 @@ class MetricRegistry:
 
     def copy(self) -> MetricRegistry:
         return MetricRegistry(list(self))
+
+
+def _registered_from() -> str:
+    """``/path/conftest.py:3``: the line outside this module that registered a metric (a conftest.py or plugin)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # type: ignore[assignment]
+    return "" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 @functools.cache
@@ -320,8 +349,10 @@ BUILTIN_METRICS: tuple[Metric, ...] = (
            breakdown_label="EX", description="share of results equal under the suite's profile (first database)"),
     Metric("test_suite_accuracy", title="test-suite accuracy", kind="rate", case_key="execution_match", present_when=_has_databases,
            description="share of results equal on every database of the case"),
-    Metric("soft_f1", title="soft F1", kind="mean", breakdown_label="soft_f1", description="mean MRO Soft Execution F1"),
-    Metric("bird_soft_f1", title="BIRD soft F1", kind="mean", description="mean BIRD mini-dev Soft F1 (evaluation_f1.py)"),
+    Metric("soft_f1", title="soft F1", kind="mean", maximum=1.0, breakdown_label="soft_f1",
+           description="mean MRO Soft Execution F1"),
+    Metric("bird_soft_f1", title="BIRD soft F1", kind="mean", maximum=1.0,
+           description="mean BIRD mini-dev Soft F1 (evaluation_f1.py)"),
     Metric("r_ves", title="R-VES", kind="mean", maximum=1.25 ** 0.5,
            description="mean sqrt(R-VES reward) (BIRD mini-dev evaluation_ves.py / 100)"),
     Metric("exact_match", title="exact match", kind="rate", population="scored", breakdown_label="EM",
@@ -374,7 +405,7 @@ def adopt_definitions(recorded: Mapping[str, Any]) -> None:
         return
     registry = active_registry().copy()
     fields = ("kind", "case_key", "direction", "label", "title", "gateable", "population", "scope", "per_gold",
-              "in_pass_if")
+              "in_pass_if", "maximum")
     for name, spec in recorded.items():
         if name not in registry and isinstance(spec, Mapping):
             try:

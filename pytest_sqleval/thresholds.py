@@ -21,9 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .registry import Metric, active_registry
+from .registry import BREAKDOWNS, Metric, active_registry
 
-BREAKDOWNS = ("by_gold_sql", "by_difficulty", "by_tag")
 #: A threshold on the overall figure (across suites) is written ``overall:<metric>``.
 OVERALL_PREFIX = "overall:"
 
@@ -191,7 +190,7 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
     value = float(value)
     if value != value or value in (float("inf"), float("-inf")):
         raise ThresholdError(f"threshold for {metric} must be a finite number, not {value}")
-    if kind != "count" and not 0.0 <= value <= found.maximum:
+    if kind != "count" and found.maximum is not None and not 0.0 <= value <= found.maximum:
         raise ThresholdError(f"{metric} is a rate between 0 and {found.maximum:.4g}; {value:g} can never be met or "
                              f"is meaningless")
     if kind == "count" and value < 0:

@@ -21,8 +21,9 @@ from ..defaults import effective_limit
 from ..errors import DatabaseError
 from ..secrets import mask_secrets, register_url_secrets
 from ..suite import DatabaseSpec
-from .backends import backend_for, remember_backend
+from .backends import BUILTIN_BACKENDS, backend_for, remember_backend
 from .backends.base import DEFAULT_CONNECT_TIMEOUT, BuildContext, first_line
+from .backends.connect import probe
 
 
 @dataclass
@@ -133,7 +134,14 @@ class EngineFactory:
         timeout = self.timeout_for(spec)
         backend = backend_for(spec.url)
         url = self._build(backend, spec, timeout) if spec.setup else spec.url
-        return remember_backend(backend.open(url, connect_timeout=timeout), backend)
+        engine = backend.open(url, connect_timeout=timeout)
+        if type(backend) not in BUILTIN_BACKENDS:
+            # A user's backend may return an engine that connects lazily: a database it cannot reach is then an
+            # error of the suite naming it, as for the built-ins (which probe in open), not an internal error of
+            # each case. Connect only (its engine need not take `SELECT 1`), in this thread (its driver may refuse a
+            # pooled connection made in another, as sqlite3's check_same_thread does).
+            probe(engine, url, f"the {backend.name} backend's database", timeout, sql=None)
+        return remember_backend(engine, backend)
 
     def _build(self, backend, spec: DatabaseSpec, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> str:
         digest = _setup_digest(spec)

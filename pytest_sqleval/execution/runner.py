@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import QueryError
+from ..errors import QueryError, UserHookError
 from ..results import QueryResult
 from ..sql.guard import MAX_SQL_LENGTH, NestedTooDeeply, check_prediction, starts_with_unknown_word
-from .backends import active_backends, backend_for, target_of
+from .backends import BUILTIN_BACKENDS, active_backends, backend_for, target_of
 from .backends.base import Limits, first_line
 
 
@@ -202,6 +202,19 @@ def execute_inline(engine, sql: str, *, timeout: float, max_rows: int, role: str
     backend = backend_for(engine)
     raw = engine.raw_connection()
     try:
-        return backend.run(raw.dbapi_connection, sql, Limits(timeout, max_rows, role, timeout_label, text_errors))
+        result = backend.run(raw.dbapi_connection, sql, Limits(timeout, max_rows, role, timeout_label, text_errors))
+    except QueryError:
+        raise
+    except Exception as exc:
+        if type(backend) in BUILTIN_BACKENDS:
+            raise
+        # a user's backend's run() let a driver error through (the base run classifies it): name that backend,
+        # not "internal error while scoring"
+        raise UserHookError(f"the {backend.name!r} engine backend's run() raised {type(exc).__name__}: "
+                            f"{first_line(exc)} (classify driver errors as QueryError, as Backend.run does)") from exc
     finally:
         raw.close()
+    if not isinstance(result, QueryResult) and type(backend) not in BUILTIN_BACKENDS:
+        raise UserHookError(f"the {backend.name!r} engine backend's run() returned a {type(result).__name__}, not a "
+                            "pytest_sqleval.results.QueryResult(columns=..., rows=...)")
+    return result

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..registry import active_registry
+
 CELL_WIDTH = 24
 
 #: Characters a terminal or a CI log acts on (escape sequences, line breaks, bidirectional overrides): predicted
@@ -36,12 +38,20 @@ def _miss_reason(record: dict[str, Any]) -> str:
     if isinstance(shape, dict) and shape.get("passed") is False:
         return "shape: " + ("; ".join(str(p) for p in shape.get("violations") or ()) or "not as expected")
     if record.get("execution_match") and not record.get("passed_rule"):
-        return f"pass_if does not hold (soft_f1 {record.get('soft_f1')}, exact_match {record.get('exact_match')})"
+        return (f"pass_if does not hold (soft_f1 {record.get('soft_f1')}, exact_match {record.get('exact_match')}"
+                f"{user_metric_values(record, str)})")
     if record.get("exact_match") is False:
         return f"exact_match: {record.get('exact_match_reason') or 'clauses differ'}"
     if "valid" in record and record["valid"] is None:  # scored, never run: a case with only a `schema:`
         return NOT_RUN
     return "pass_if does not hold"
+
+
+def user_metric_values(record: dict[str, Any], fmt: Any) -> str:
+    """``, pred_len 60.0``: the case's values of the metrics a user registered, which a ``pass_if`` may name, so a
+    miss whose rule failed on one of them says so (empty without such metrics)."""
+    keys = [m.case_key for m in active_registry().user_case_metrics() if m.in_pass_if and m.case_key in record]
+    return "".join(f", {key} {fmt(record[key])}" for key in dict.fromkeys(keys))
 
 
 NOT_RUN = ("pass_if does not hold: the prediction was not run (the case has no database, only a schema), so its "

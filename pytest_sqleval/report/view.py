@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from ..registry import active_registry
-from .diff import NOT_RUN
+from .diff import NOT_RUN, user_metric_values
 
 MISS_OUTCOMES = ("missed", "failed")
 
@@ -214,7 +214,8 @@ def reason_text(case: dict[str, Any]) -> str:
     if isinstance(mismatch, dict) and mismatch:
         return f"{mismatch.get('reason')}: {mismatch.get('detail')}"
     if case.get("execution_match") and case.get("outcome") in MISS_OUTCOMES:
-        return f"pass_if does not hold (soft_f1 {fmt(case.get('soft_f1'))}, exact_match {fmt(case.get('exact_match'))})"
+        return (f"pass_if does not hold (soft_f1 {fmt(case.get('soft_f1'))}, exact_match {fmt(case.get('exact_match'))}"
+                f"{user_metric_values(case, fmt)})")
     if case.get("exact_match") is False:
         return f"exact_match: {case.get('exact_match_reason') or 'clauses differ'}"
     if "valid" in case and case["valid"] is None:  # scored, never run: a case with only a `schema:`

@@ -28,8 +28,9 @@ def require_module(module: str, extra: str) -> None:
 
 
 def probe(engine: Any, url: str, what: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, *,
-          watchdog: bool = False) -> None:
-    """Connect once and run ``SELECT 1``; with ``watchdog``, give up (in a daemon thread) after the connect timeout."""
+          watchdog: bool = False, sql: str | None = "SELECT 1") -> None:
+    """Connect once and run ``sql`` (None: connect only); with ``watchdog``, give up (in a daemon thread) after the
+    connect timeout."""
     import threading
     import time
 
@@ -38,7 +39,8 @@ def probe(engine: Any, url: str, what: str, connect_timeout: float = DEFAULT_CON
     def attempt() -> None:
         try:
             with engine.connect() as conn:
-                conn.exec_driver_sql("SELECT 1").fetchall()
+                if sql is not None:
+                    conn.exec_driver_sql(sql).fetchall()
             outcome["error"] = None
         except BaseException as exc:  # noqa: BLE001 - reported below
             outcome["error"] = exc
