@@ -23,7 +23,7 @@ from .outcomes import (
     internal_error_message,
     wants_traceback,
 )
-from .predictions import Prediction, conflicting_ids, load_predictions, unmatched_ids
+from .predictions import Prediction, conflicting_ids, load_predictions, unicode_twins, unmatched_ids
 from .report.diff import render_miss
 from .state import sqleval_state
 from .suite import Case, Suite
@@ -65,8 +65,8 @@ class SuiteFile(pytest.File):
             yield item
 
     def _predictions(self, suite: Suite, state) -> dict[str, Prediction] | None:
-        if state.predictions is not None:
-            return state.predictions
+        if state.predictions is not None and (state.settings.predictions_from_cli or suite.predictions_file is None):
+            return state.predictions  # the command line's file wins; the ini's gives way to the suite's `predictions:`
         if suite.predictions_file is None:
             return None
         predictions = load_predictions(suite.predictions_file)
@@ -74,7 +74,8 @@ class SuiteFile(pytest.File):
         unknown = unmatched_ids(predictions, ids | {f"{suite.name}::{i}" for i in ids})  # as --sqleval-predictions
         if unknown:
             raise SuiteError(
-                f"the predictions file {suite.predictions_file} has ids that match no case: {', '.join(unknown[:20])}",
+                f"the predictions file {suite.predictions_file} has ids that match no case: {', '.join(unknown[:20])}"
+                + unicode_twins(unknown, ids | {f"{suite.name}::{i}" for i in ids}),
                 path=self.path,
                 fix="fix the ids (a turn is <interaction>/<n>) or remove those lines",
             )

@@ -129,7 +129,30 @@ def _short_failure(item, excinfo) -> Any:
         return f"{where}: {error}"
     if wants_traceback(item.config):
         return item._repr_failure_py(excinfo, style="long")
-    return f"{where}: {internal_error_message(error)}"
+    return f"{where}: {_user_code_failure(excinfo) or internal_error_message(error)}"
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _user_code_failure(excinfo) -> str | None:
+    """A fixture of the user's (a conftest's autouse fixture, an override of ``sqleval_engine``) that raised in a
+    case's setup: named with its file and line, rather than read as an internal error of the plugin. None when the
+    innermost frame outside the installed libraries is the plugin's own (or there is none)."""
+    import sysconfig
+
+    libraries = {Path(p).resolve() for p in {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}}
+    for entry in reversed(excinfo.traceback):
+        path = Path(str(entry.path)).resolve()
+        if _PACKAGE_DIR in path.parents:
+            return None
+        if any(lib in path.parents for lib in libraries) or not path.is_file():
+            continue
+        error = excinfo.value
+        text = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
+        return (f"setup failed in your code at {path}:{entry.lineno + 1} ({entry.name}): {type(error).__name__}"
+                f"{': ' + text if text else ''}; run with --tb=long for the traceback")
+    return None
 
 
 def _is_suite_problem(error: BaseException) -> bool:
@@ -146,7 +169,7 @@ def _error_record(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestR
     error = call.excinfo.value if call.excinfo else None
     kind = "gold" if isinstance(error, GoldError) else "database" if isinstance(error, DatabaseError) else "internal"
     if kind == "internal" and error is not None:
-        message = internal_error_message(error)
+        message = (report.when == "setup" and _user_code_failure(call.excinfo)) or internal_error_message(error)
     else:
         message = str(error) if error else report.longreprtext
     return error_record(item.case, item.suite, item.prediction, item.config.stash.get(STATE_KEY, None), kind,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -151,6 +152,18 @@ def _parse_line(path: Path, number: int, line: str) -> Prediction:
 def unmatched_ids(predictions: dict[str, Prediction], case_ids: set[str]) -> list[str]:
     """Prediction ids that address no known case, in file order."""
     return [p.case_id for p in sorted(predictions.values(), key=lambda p: p.line) if p.case_id not in case_ids]
+
+
+def unicode_twins(unknown: list[str], case_ids: set[str]) -> str:
+    """A note for unmatched ids that are a case's id written with other Unicode characters (``café`` with e + U+0301
+    for the case's é): they look identical in the message, so it says why they do not match. Empty if none."""
+    composed = {unicodedata.normalize("NFC", case_id): case_id for case_id in case_ids}
+    twins = [(pid, composed[key]) for pid in unknown
+             if (key := unicodedata.normalize("NFC", pid)) in composed and composed[key] != pid]
+    if not twins:
+        return ""
+    shown = "; ".join(f"{ascii(pid)} is the case id {ascii(case_id)} in another Unicode form" for pid, case_id in twins[:5])
+    return f" ({shown}: write the ids with the same characters as the suite, e.g. NFC-normalised)"
 
 
 def conflicting_ids(predictions: dict[str, Prediction], qualified_ids: set[str]) -> list[str]:

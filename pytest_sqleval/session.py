@@ -103,8 +103,10 @@ class SqlevalSession:
             shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
         if shown is not None:
             lines = ", ".join(str(self.state.predictions[pid].line) for pid in unknown[:20])
+            from .predictions import unicode_twins
+
             message = (f"{path}: {len(unknown)} prediction id(s) match no collected case: {shown} "
-                       f"(line{'s' if len(unknown) > 1 else ''} {lines})\n"
+                       f"(line{'s' if len(unknown) > 1 else ''} {lines}){unicode_twins(unknown, known)}\n"
                        "  fix: use the cases' `id:` values "
                        "(a turn is <interaction>/<n>; <suite>::<id> picks one suite)")
         report = pytest.CollectReport(nodeid=str(path), outcome="failed", longrepr=message, result=[])

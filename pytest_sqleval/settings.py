@@ -122,6 +122,7 @@ class Settings:
     timeout: float | None = None  # from the command line or ini; the suite's `timeout:` sits between
     max_rows: int | None = None
     predictions: Path | None = None
+    predictions_from_cli: bool = False  # an ini file gives way to a suite's own `predictions:`, the command line not
     json_path: Path | None = None
     diff: bool = False
     database_url: str | None = None
@@ -166,8 +167,8 @@ def resolve_settings(config) -> Settings:
     connect_cli = getattr(option, "sqleval_connect_timeout", None)
     connect_timeout = connect_cli or _ini_number(_getini(config, "sqleval_connect_timeout"), "sqleval_connect_timeout",
                                                  connect_seconds)
-    predictions = _cli_path(option.sqleval_predictions, "--sqleval-predictions", "a JSON Lines predictions file") \
-        or _ini_path(config, ini("sqleval_predictions"))
+    predictions_cli = _cli_path(option.sqleval_predictions, "--sqleval-predictions", "a JSON Lines predictions file")
+    predictions = predictions_cli or _ini_path(config, ini("sqleval_predictions"))
     json_path = _cli_path(option.sqleval_json, "--sqleval-json", "a file path for the JSON report") \
         or _ini_output_path(ini("sqleval_json"), "sqleval_json")
     ini_thresholds = []
@@ -183,6 +184,7 @@ def resolve_settings(config) -> Settings:
         timeout=timeout,
         max_rows=max_rows,
         predictions=Path(predictions) if predictions else None,
+        predictions_from_cli=bool(predictions_cli),
         json_path=Path(json_path) if json_path else None,
         diff=bool(option.sqleval_diff) or _ini_bool(ini("sqleval_diff"), "sqleval_diff"),
         database_url=option.sqleval_database_url or ini("sqleval_database_url"),

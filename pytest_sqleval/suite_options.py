@@ -182,6 +182,15 @@ def _pass_if(ctx: LoadContext, value: Any, line: int | None):
                             "`pass_if: execution_match and policy` or `pass_if: exact_match(select, where)`") from None
 
 
+def _flattened(prefix: str, value: Any):
+    """``(dotted path, value)`` of each leaf of a nested mapping (a threshold written as nesting)."""
+    if not isinstance(value, dict) or not value:
+        yield prefix, value
+        return
+    for key, inner in value.items():
+        yield from _flattened(f"{prefix}.{key}", inner)
+
+
 def _thresholds(ctx: LoadContext, value: Any, line: int | None) -> dict[str, float]:
     if value is None:
         return {}
@@ -191,6 +200,13 @@ def _thresholds(ctx: LoadContext, value: Any, line: int | None) -> dict[str, flo
     thresholds: dict[str, float] = {}
     for metric, bound in value.items():
         metric_line = value.key_lines.get(metric, line)
+        if isinstance(bound, dict):  # `by_difficulty: {hard: {execution_accuracy: 0.5}}`: a path written as nesting
+            paths = list(_flattened(str(metric), bound))
+            fix = ("write the path with dots: " + ", ".join(f"`{path}: {number}`" for path, number in paths[:3])
+                   if str(metric) in ("by_difficulty", "by_tag", "by_gold_sql")
+                   else f"write `{metric}: {paths[0][1]}` (rates are minimums, error_count and vacuous maximums)")
+            raise ctx.error(f"threshold {metric!r} is a nested mapping; a threshold is one `metric: number` line",
+                            metric_line, fix=fix)
         try:
             thresholds[str(metric)] = make_threshold(str(metric), bound, "suite").value
         except ThresholdError as exc:

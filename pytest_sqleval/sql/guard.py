@@ -92,6 +92,9 @@ def check_prediction(sql: str, dialect: str, *, allow_functions: Iterable[str] =
     (``my_udf``) or qualified (``analytics.my_udf``).
     """
     _check_text(sql)
+    if sql.lstrip().startswith(("```", "~~~")):  # model output pasted as is: no engine reads a fence
+        raise QueryError("syntax", f"does not parse as {dialect} SQL: the query is wrapped in a Markdown code fence "
+                                   "(```); write the SQL alone")
     tokens, statements = _parse(sql, dialect)
     _check_white_space(sql, tokens, dialect)
     if len(statements) != 1:
@@ -107,6 +110,9 @@ def check_prediction(sql: str, dialect: str, *, allow_functions: Iterable[str] =
                                      "with one `;` or none")
     tree = statements[0]
     if not isinstance(tree, _QUERY_ROOTS):
+        value = _bare_value(tokens, tree, dialect)
+        if value is not None:
+            raise QueryError("syntax", value)
         name = _statement_name(tokens, tree)
         raise QueryError("rejected", f"{_article(name)} {name} statement is not a query; only a single read-only query runs")
     nodes = _check_tree(tree)
@@ -201,6 +207,23 @@ def starts_with_unknown_word(sql: str, dialect: str) -> bool:
 def _article(word: str) -> str:
     """``an`` before a statement name read with a vowel sound (``an ATTACH``, ``an UPDATE``), else ``a``."""
     return "an" if word[:1].upper() in "AEIOU" else "a"
+
+
+#: First tokens of a value, never of a statement: a string, a number, a quoted name, NULL, TRUE, `*`, `(`, a sign.
+_VALUE_START_TOKENS = frozenset(getattr(TokenType, name) for name in (
+    "STRING", "NUMBER", "IDENTIFIER", "NULL", "TRUE", "FALSE", "STAR", "L_PAREN", "DASH", "PLUS", "PARAMETER",
+    "PLACEHOLDER", "NATIONAL_STRING", "BIT_STRING", "HEX_STRING", "BYTE_STRING", "RAW_STRING", "HEREDOC_STRING",
+    "UNICODE_STRING") if hasattr(TokenType, name))
+
+
+def _bare_value(tokens: list[Token], tree: exp.Expression, dialect: str) -> str | None:
+    """Why a text sqlglot reads as a bare value (`42`, `'text'`, `*`, a quoted name) is no statement: a syntax error
+    on every engine, not a statement the guard refuses (`a LITERAL statement`). None for anything else."""
+    if (not tokens or tokens[0].token_type not in _VALUE_START_TOKENS
+            or not isinstance(tree, (exp.Condition, exp.Star))
+            or any(isinstance(node, FORBIDDEN_NODES) for node in tree.walk())):
+        return None
+    return f"does not parse as {dialect} SQL: the text is a value ({_first_line(tree.sql(dialect=dialect))[:60]}), not a query"
 
 
 def _statement_name(tokens: list[Token], tree: exp.Expression) -> str:
