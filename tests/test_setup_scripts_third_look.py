@@ -411,6 +411,20 @@ def test_a_script_ending_in_vacuum_builds_as_psql_and_sqlite3_run_it(pytester, e
     assert outcomes_by_id(report) == {"v::n": "passed"}, result.stdout.str()
 
 
+def test_a_postgres_script_committing_its_own_transaction_before_a_vacuum_builds(pytester, postgres_url):
+    """A script with its own `BEGIN ... COMMIT` and then a `VACUUM`: the build first ran the script as a whole, so
+    the COMMIT kept the table before VACUUM failed inside the multi-statement query, and the retry in parts then
+    failed with `relation "t" already exists`. A script naming such a statement now runs in parts from the start."""
+    write(pytester.path / "load.sql", "BEGIN;\nCREATE TABLE t (i INTEGER);\nINSERT INTO t VALUES (1), (2);\n"
+          "COMMIT;\nVACUUM;\nCREATE INDEX CONCURRENTLY t_i ON t (i);\nINSERT INTO t VALUES (3);\n")
+    write(pytester.path / "v.sqleval.yaml", f"""
+        database: {{url: "{postgres_url}", setup: [load.sql]}}
+        cases: [{{id: n, gold: "SELECT count(*), max(i) FROM t", predicted: "SELECT 3, 3"}}]
+    """)
+    result, report = run(pytester)
+    assert outcomes_by_id(report) == {"v::n": "passed"}, result.stdout.str()
+
+
 @pytest.mark.parametrize("first, then", [
     ("-- the data model needs its foreign keys\nPRAGMA foreign_keys = ON;\n", ""),
     ("", "/* from here on; checked */ pragma FOREIGN_KEYS=1;\n"),
