@@ -5,7 +5,6 @@ Real SQLite files and the loopback chat-completions server (tests/chat_server.py
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from chat_server import ChatServer
 from conftest import make_sqlite
 from pytest_sqleval.datasets.generate import screen
 from pytest_sqleval.datasets.stats import query_facts
+from test_generate import _run
 
 PARTS_SQL = """
 CREATE TABLE parts (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, made TEXT);
@@ -27,12 +27,6 @@ INSERT INTO parts VALUES (1, 'bolt', 10, '2020-01-02'), (2, 'nut', 3, '2021-05-0
 @pytest.fixture
 def parts_db(tmp_path: Path) -> Path:
     return make_sqlite(tmp_path / "parts.sqlite", PARTS_SQL)
-
-
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OPENAI_API_KEY": "test-key"}
-    return subprocess.run([sys.executable, "-m", "pytest_sqleval.datasets", *args], cwd=cwd, capture_output=True,
-                          text=True, env=env, timeout=120)
 
 
 def _screen(database: Path, sqls: list[str], **limits):

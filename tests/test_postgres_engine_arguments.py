@@ -10,10 +10,11 @@ the same name. The target now carries the parameters the engine's connections re
 from __future__ import annotations
 
 import contextlib
-import os
 import textwrap
 
 import pytest
+
+from test_assertions_fourth_look import _own_postgres_database
 
 pytest_plugins = ["pytester"]
 
@@ -22,17 +23,9 @@ pytest_plugins = ["pytester"]
 def _database_with_two_schemas(server_url: str):
     """A database of this test's own: ``public.items`` holds 1, 2; ``app.items`` holds 10, 20, 30."""
     import sqlalchemy as sa
-    from sqlalchemy.engine import make_url
 
-    url = make_url(server_url)
-    name = f"qa_engine_args_{os.getpid()}"
-    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            conn.execute(sa.text(f"CREATE DATABASE {name}"))
-        own = url.set(database=name)
-        engine = sa.create_engine(own)
+    with _own_postgres_database(server_url, "qa_engine_args") as url:
+        engine = sa.create_engine(url)
         with engine.begin() as conn:
             conn.exec_driver_sql("CREATE TABLE public.items (n INTEGER)")
             conn.exec_driver_sql("INSERT INTO public.items VALUES (1), (2)")
@@ -41,11 +34,7 @@ def _database_with_two_schemas(server_url: str):
             conn.exec_driver_sql("CREATE TABLE app.only_here (n INTEGER)")
             conn.exec_driver_sql("INSERT INTO app.items VALUES (10), (20), (30)")
         engine.dispose()
-        yield own.render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
+        yield url
 
 
 _TESTS = """
