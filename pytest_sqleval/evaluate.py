@@ -12,7 +12,7 @@ import datetime as _dt
 import decimal
 import os
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from sqlglot.errors import SqlglotError
 
@@ -379,6 +379,7 @@ class Evaluator:
                                        matched=bool(record.get("execution_match_first")), timeout=timeout,
                                        max_rows=max_rows, **limits))
         record.update(exact)
+        _unmatch_what_the_database_cannot_read(record, suite)
         if prediction_error is not None and prediction is None:
             if record.get("error"):
                 record["error"] = {"kind": prediction_error.kind, "message": prediction_error.message}
@@ -595,6 +596,20 @@ def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepare
         fields["clause_sets"] = [dict(v.clauses) if v is not None else None for v in verdicts]
         fields["exact_match_gold_index"] = index
     return fields
+
+
+def _unmatch_what_the_database_cannot_read(record: dict[str, Any], suite: Suite) -> None:
+    """Under the ``sqleval`` profile, a prediction the database refused as a syntax error never matches exactly:
+    sqlglot reads some truncated or malformed texts leniently (``SELECT a, FROM t``, ``GROUP BY`` with nothing
+    after it, ``FROM t AS``), so their trees could equal the gold's although no engine runs them. (``spider``
+    reproduces the official evaluator, which never runs a query for exact match.)"""
+    from .metrics.exact_match.options import resolve_exact_match
+
+    error = record.get("error")
+    if (record.get("exact_match") and isinstance(error, Mapping) and error.get("kind") == "syntax"
+            and resolve_exact_match(suite.exact_match).profile == "sqleval"):
+        record["exact_match"] = False
+        record["exact_match_reason"] = f"parse_error: the database cannot run it: {error.get('message')}"
 
 
 def case_soft_f1(gold: QueryResult, pred: QueryResult, verdict, options: ComparisonOptions) -> float:

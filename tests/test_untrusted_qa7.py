@@ -73,6 +73,33 @@ def test_a_prediction_that_is_not_valid_text_never_matches_exactly(pytester: pyt
 
 
 
+@pytest.mark.parametrize("profile, matches", [("sqleval", False), ("spider", True)])
+def test_a_prediction_the_database_cannot_parse_never_matches_exactly_under_sqleval(pytester: pytest.Pytester,
+                                                                                    profile, matches) -> None:
+    """sqlglot reads some malformed texts leniently (a trailing comma before FROM, a bare GROUP BY, a dangling
+    AS), so their trees equalled the gold's and `pass_if: exact_match` passed a query no engine runs. Under the
+    default profile such a prediction now misses exact match with the database's reason; `spider` still
+    reproduces the official evaluator, which never runs a query for exact match (it reads a trailing comma and
+    a bare GROUP BY as the gold)."""
+    make_sqlite(pytester.path / "shop.sqlite", SHOP_SQL)
+    predictions = {"comma": "SELECT name, FROM shops", "group": "SELECT name FROM shops GROUP BY"}
+    (pytester.path / "s.sqleval.yaml").write_text(
+        f"suite: s\ndatabase: shop.sqlite\nexact_match: {profile}\npass_if: exact_match\ncases:\n"
+        + "".join(f"  - {{id: {name}, gold: SELECT name FROM shops, predicted: '{sql}'}}\n"
+                  for name, sql in predictions.items())
+        + "  - {id: good, gold: SELECT name FROM shops, predicted: SELECT name FROM shops}\n",
+        encoding="utf-8")
+    cases = {c["id"]: c for c in _report(pytester)["cases"]}
+    assert cases["good"]["exact_match"] is True
+    for name in predictions:
+        case = cases[name]
+        assert case["error"]["kind"] == "syntax", (name, case)
+        assert case["exact_match"] is matches, (name, case)
+        if not matches:
+            assert case["exact_match_reason"].startswith("parse_error: the database cannot run it: "), case
+
+
+
 
 DIALECTS = ["sqlite", "duckdb", "postgres"]
 
