@@ -455,20 +455,15 @@ def _run_pg_script(conn, text: str, failed: dict[str, tuple[int, int]] | None = 
     transaction block (``VACUUM``, ``CREATE INDEX CONCURRENTLY``) runs as psql runs it: each such statement on its
     own, the statements between them together. A script naming such a statement is run in those parts from the
     start (its own ``BEGIN ... COMMIT`` would otherwise keep what a first attempt as a whole did before the
-    statement failed); any other script that fails so (nothing of that attempt was kept: it was rolled back).
+    statement failed); any other script runs as a whole.
     ``failed["part"]``: where the part that failed starts and ends (the parts before it were kept)."""
-    import psycopg
-
     upper = text.upper()
     if "VACUUM" in upper or "CONCURRENTLY" in upper:  # (only then worth tokenizing the script to find out)
         parts = _outside_transaction_parts(text)
         if len(parts) > 1:  # in parts from the start: a script's own COMMIT before its VACUUM would have kept
             _run_parts(conn, parts, failed)  # the first attempt's work, and the parts would then run it again
             return
-    try:
-        conn.execute(text)
-    except psycopg.errors.ActiveSqlTransaction:
-        _run_parts(conn, _outside_transaction_parts(text), failed)
+    conn.execute(text)  # (cut into parts, any other script is this one part)
 
 
 def _run_parts(conn, parts: list[tuple[int, str]], failed: dict[str, tuple[int, int]] | None) -> None:
