@@ -137,10 +137,15 @@ RANDOM_FUNCTIONS = frozenset({"randomblob", "random_uuid", "uuid_generate_v4", "
 def _random_call(tree: exp.Expression, dialect: str) -> str | None:
     """The SQL of a call in ``tree`` that draws a random value (``random()``, ``uuid()``, ...), else None."""
     for node in tree.walk():
-        if isinstance(node, (exp.Rand, exp.Randn, exp.Uuid)) or (
-                isinstance(node, exp.Anonymous) and str(node.this).lower() in RANDOM_FUNCTIONS):
+        if draws_random(node):
             return node.sql(dialect=dialect)
     return None
+
+
+def draws_random(node: exp.Expression) -> bool:
+    """Is ``node`` a call that draws a random value (``random()``, ``uuid()``, :data:`RANDOM_FUNCTIONS`)?"""
+    return isinstance(node, (exp.Rand, exp.Randn, exp.Uuid)) or (
+        isinstance(node, exp.Anonymous) and str(node.this).lower() in RANDOM_FUNCTIONS)
 
 
 def _outermost(sql: str, dialect: str) -> exp.Expression | None:

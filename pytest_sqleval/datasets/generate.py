@@ -402,23 +402,20 @@ def volatile_call(tree, dialect: str | None = None) -> str | None:
     query can return the same rows twice in a row (the same date; two equal coin tosses) and others later."""
     from sqlglot import exp
 
-    from ..goldcheck import RANDOM_FUNCTIONS
+    from ..goldcheck import draws_random
 
     clock = tuple(getattr(exp, name) for name in ("CurrentDate", "CurrentTime", "CurrentTimestamp",
                                                    "CurrentDatetime", "Localtime", "Localtimestamp")
                   if hasattr(exp, name))
-    random = tuple(getattr(exp, name) for name in ("Rand", "Randn", "Uuid") if hasattr(exp, name))
     for node in tree.walk():
         if isinstance(node, clock):
             return f"the clock ({node.sql(dialect=dialect)})"
-        if isinstance(node, random):
+        if draws_random(node):
             return f"a random value ({node.sql(dialect=dialect)})"
         if isinstance(node, exp.Anonymous):
             name = str(node.this).lower()
             if name in CLOCK_FUNCTIONS or (name == "unixepoch" and not node.expressions):
                 return f"the clock ({node.sql(dialect=dialect)})"
-            if name in RANDOM_FUNCTIONS:
-                return f"a random value ({node.sql(dialect=dialect)})"
         if isinstance(node, exp.Literal) and node.is_string and node.this.strip().lower() in CLOCK_WORDS \
                 and _temporal(node.parent):
             call = node.parent.parent if _temporal(node.parent.parent) else node.parent  # strftime('%Y', 'now')
