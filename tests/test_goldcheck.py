@@ -115,10 +115,9 @@ def test_every_accepted_gold_is_checked(pytester):
     assert result.ret == 0
 
 
-def test_unordered_cuts_beyond_a_top_level_limit(pytester):
+def test_unordered_cuts_beyond_a_top_level_limit(pytester, duckdb_available):
     """FETCH FIRST (the standard LIMIT), OFFSET alone and a LIMIT in a subquery or CTE, all without ORDER BY, keep
     rows the engine picks; a LIMIT under EXISTS, on a single aggregate row, or LIMIT 0 does not."""
-    pytest.importorskip("duckdb")
     (pytester.path / "schema.sql").write_text(
         "CREATE TABLE t (id INTEGER, grp VARCHAR, v INTEGER);\n"
         "INSERT INTO t VALUES (1, 'a', 5), (2, 'a', 5), (3, 'b', 7), (4, 'c', 9);\n")
@@ -170,10 +169,9 @@ def test_a_gold_drawing_random_values_is_unstable_even_when_two_runs_agree(pytes
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_a_single_false_is_flagged_as_sqlite_s_single_0_is(pytester):
+def test_a_single_false_is_flagged_as_sqlite_s_single_0_is(pytester, duckdb_available):
     """`SELECT count(*) > 5 FROM t` is 0 on SQLite and FALSE on DuckDB/PostgreSQL, and `SELECT 0` matches both:
     the same suite gets the same finding on every engine."""
-    pytest.importorskip("duckdb")
     (pytester.path / "schema.sql").write_text("CREATE TABLE t (id INTEGER);\nINSERT INTO t VALUES (1);\n")
     pytester.makefile(".sqleval.yaml", b=textwrap.dedent("""
         database: {url: "sqlite://", setup: [schema.sql]}
