@@ -34,6 +34,8 @@ class SignalCleanup:
         self.callback = callback
         self.previous: dict[int, Any] = {}
         self.done = False
+        #: SIGINT arrived and nobody has seen its KeyboardInterrupt stop the run yet (see take_interrupt).
+        self.interrupt_pending = False
 
     def install(self) -> bool:
         if threading.current_thread() is not threading.main_thread():
@@ -72,8 +74,14 @@ class SignalCleanup:
             except Exception:  # noqa: BLE001 - best effort
                 return
 
+    def take_interrupt(self) -> bool:
+        """True once after a SIGINT: the caller makes sure it stops the run."""
+        pending, self.interrupt_pending = self.interrupt_pending, False
+        return pending
+
     def _handle(self, signum: int, frame) -> None:
         previous = self.previous.get(signum, signal.SIG_DFL)
+        self.interrupt_pending = signum == getattr(signal, "SIGINT", None)
         self.uninstall()  # a second signal goes straight to the previous handler
         self.run_cleanup(signum)
         if callable(previous):
@@ -128,6 +136,42 @@ def _freeze_heap_at_exit() -> None:
 
     _FREEZE_AT_EXIT.append(True)
     atexit.register(gc.freeze)
+
+
+def _keep_interrupts(config: pytest.Config):
+    """Wrap a test phase so that a Ctrl-C during it stops the run, even when a library turned the
+    KeyboardInterrupt into another error (SQLAlchemy closing a connection whose ROLLBACK the interrupt cut short
+    raises an AssertionError, which read as "cannot connect to PostgreSQL" for every later case, with the
+    databases already dropped by the cleanup)."""
+    handler = config.stash.get(_CLEANUP_KEY, None)
+    try:
+        result = yield
+    except KeyboardInterrupt:
+        if handler is not None:
+            handler.take_interrupt()
+        raise
+    except BaseException:
+        if handler is not None and handler.take_interrupt():
+            raise KeyboardInterrupt from None
+        raise
+    if handler is not None and handler.take_interrupt():
+        raise KeyboardInterrupt
+    return result
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item):
+    return (yield from _keep_interrupts(item.config))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item: pytest.Item):
+    return (yield from _keep_interrupts(item.config))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item):
+    return (yield from _keep_interrupts(item.config))
 
 
 @pytest.hookimpl(optionalhook=True)
