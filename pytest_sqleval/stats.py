@@ -68,8 +68,49 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(_binomial_row(n, min(b, c)))
-    return min(1.0, 2 * tail / 2**n)
+    if n <= EXACT_MCNEMAR_LIMIT:  # exact integers (a few ms); beyond, big-integer rows took seconds
+        tail = sum(_binomial_row(n, min(b, c)))
+        return min(1.0, 2 * tail / 2**n)
+    return min(1.0, 2 * _binomial_cdf_fast(min(b, c), n, 0.5))
+
+
+#: Discordant pairs up to which :func:`mcnemar_exact` sums the exact integer row (beyond: :func:`_binomial_cdf_fast`,
+#: within a relative 1e-10 of it: 45,000 + 46,000 pairs took seconds as integers).
+EXACT_MCNEMAR_LIMIT = 1000
+
+
+def _binomial_cdf_fast(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p) in O(sqrt(n)) float steps: the smaller tail, from its term nearest the mean
+    (log C(n, k) by lgamma) outwards, each term from the one before, until they stop counting (they fall
+    monotonically away from the mean); the upper tail is taken as 1 - P(X > k). Agrees with :func:`binomial_cdf`
+    (the sum of every term) to ~1e-12 relatively in the lower tail and absolutely near 1."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    q = 1.0 - p
+    lower = k < n * p
+    i = k if lower else k + 1  # the first term of the tail summed
+    term = math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                    + i * math.log(p) + (n - i) * math.log1p(-p))
+    terms = [term]
+    if lower:
+        ratio = q / p  # C(n, i - 1) p^(i-1) q^(n-i+1) / (C(n, i) p^i q^(n-i)) = i q / ((n - i + 1) p)
+        while i > 0 and term > 1e-17 * terms[0]:
+            term *= i * ratio / (n - i + 1)
+            i -= 1
+            terms.append(term)
+        return min(1.0, math.fsum(terms))
+    ratio = p / q  # the next term up: (n - i) p / ((i + 1) q)
+    while i < n and term > 1e-17 * terms[0]:
+        term *= (n - i) * ratio / (i + 1)
+        i += 1
+        terms.append(term)
+    return max(0.0, 1.0 - math.fsum(terms))
 
 
 def binomial_cdf(k: int, n: int, p: float) -> float:
@@ -97,8 +138,8 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
 
 
-#: Terms (k + 1) from which :func:`binomial_cdf` works on numpy arrays: the exact interval of a paired share bisects
-#: 2 x 80 times over as many terms as discordant pairs (31,000 of them took 1.3 s in the Python loop).
+#: Terms (k + 1) from which :func:`binomial_cdf` works on numpy arrays (31,000 terms took 1.3 s in the Python loop;
+#: :func:`clopper_pearson` no longer sums every term: :func:`_binomial_cdf_fast`).
 BINOMIAL_TERMS_FOR_NUMPY = 2000
 
 
@@ -122,7 +163,8 @@ def _log_binomials(n: int, k: int) -> tuple[Any, Any, Any]:
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float] | None:
-    """The exact (central) Clopper-Pearson interval of a binomial share k/n, by bisection."""
+    """The exact (central) Clopper-Pearson interval of a binomial share k/n, by bisection over the binomial tail
+    (:func:`_binomial_cdf_fast`: O(sqrt(n)) terms an evaluation, ~20 ms in all for 100,000 discordant pairs)."""
     if n <= 0:
         return None
     tail = (1 - level) / 2
@@ -137,8 +179,8 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float] 
                 hi = mid
         return (lo + hi) / 2
 
-    lower = 0.0 if k == 0 else 1.0 - solve(lambda q: binomial_cdf(n - k, n, q))  # P(X >= k; p) = tail
-    upper = 1.0 if k == n else solve(lambda q: binomial_cdf(k, n, q))  # P(X <= k; p) = tail
+    lower = 0.0 if k == 0 else 1.0 - solve(lambda q: _binomial_cdf_fast(n - k, n, q))  # P(X >= k; p) = tail
+    upper = 1.0 if k == n else solve(lambda q: _binomial_cdf_fast(k, n, q))  # P(X <= k; p) = tail
     return (lower, upper)
 
 

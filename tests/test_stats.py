@@ -127,3 +127,70 @@ def test_sign_flip_monte_carlo_is_seeded():
     assert p == sign_flip(list(diffs))
     assert p < 0.01  # 15 of 20 pairs got clearly worse
     assert sign_flip([0.2, -0.2] * 10) > 0.5
+
+
+# --------------------------------------------------------------------------- exact tests at scale (QA)
+def _old_mcnemar(b, c):
+    """The big-integer formula: min(1, 2 * sum_{k <= min(b, c)} C(b + c, k) / 2^(b + c))."""
+    n = b + c
+    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n)
+
+
+def _old_clopper_pearson(k, n, level=0.95):
+    """The interval as bisection over the sum of every binomial term (the former implementation)."""
+    def cdf(k, n, p):
+        if k >= n:
+            return 1.0
+        logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p)
+                + (n - i) * math.log1p(-p) for i in range(k + 1)]
+        top = max(logs)
+        return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
+
+    tail = (1 - level) / 2
+
+    def solve(f):
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) > tail else (lo, mid)
+        return (lo + hi) / 2
+
+    return (0.0 if k == 0 else 1.0 - solve(lambda q: cdf(n - k, n, q)),
+            1.0 if k == n else solve(lambda q: cdf(k, n, q)))
+
+
+def test_mcnemar_exact_agrees_with_the_big_integer_formula_on_a_grid():
+    for b in list(range(0, 40)) + [97, 400, 640, 1203, 2500]:
+        for c in list(range(0, 40)) + [101, 380, 700, 1300, 2600]:
+            expected = _old_mcnemar(b, c)
+            assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9, abs=1e-300), (b, c)
+
+
+def test_clopper_pearson_agrees_with_the_former_bisection():
+    cases = [(k, n) for n in (1, 2, 3, 7, 10, 31) for k in range(n + 1)]
+    cases += [(0, 500), (1, 500), (250, 500), (499, 500), (37, 1200), (2100, 4100), (4000, 4100)]
+    for k, n in cases:
+        for level in (0.95, 0.8):
+            got, expected = clopper_pearson(k, n, level), _old_clopper_pearson(k, n, level)
+            assert got == pytest.approx(expected, rel=1e-9, abs=1e-15), (k, n, level)
+
+
+def test_exact_tests_on_a_hundred_thousand_discordant_pairs_are_consistent(monkeypatch):
+    """45,000 / 46,000 discordant pairs took seconds (big-integer rows, bisection over every term): neither is
+    reached any more; the values are probabilities, symmetric, ordered, and the interval agrees with the test
+    (no wall-clock assertion)."""
+    from pytest_sqleval import stats
+
+    monkeypatch.setattr(stats, "_binomial_row", lambda *args: pytest.fail("big-integer row"))
+    monkeypatch.setattr(stats, "binomial_cdf", lambda *args: pytest.fail("sum of every binomial term"))
+    p = mcnemar_exact(45_000, 46_000)
+    assert 0.0 < p < 0.01 and p == mcnemar_exact(46_000, 45_000)
+    assert mcnemar_exact(50_000, 50_000) == 1.0 and mcnemar_exact(0, 100_000) == 0.0
+    assert mcnemar_exact(49_900, 50_100) > mcnemar_exact(49_700, 50_300) > p
+    lo, hi = clopper_pearson(45_000, 91_000)
+    assert 0.0 < lo < 45_000 / 91_000 < hi < 0.5
+    assert clopper_pearson(46_000, 91_000) == pytest.approx((1 - hi, 1 - lo), rel=1e-9)
+    lo, hi = paired_share_interval(46_000, 45_000, 100_000)
+    assert 0 < lo < 0.01 < hi < 0.02  # excludes 0 as p < 0.05
+    lo, hi = paired_share_interval(50_100, 49_900, 100_000)
+    assert lo < 0 < hi

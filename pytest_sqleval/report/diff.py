@@ -31,12 +31,9 @@ def _miss_reason(record: dict[str, Any]) -> str:
     mismatch = record.get("mismatch")
     if mismatch:
         return f"{mismatch['reason']}: {mismatch['detail']}"
-    policy = record.get("policy")
-    if isinstance(policy, dict) and policy.get("passed") is False:
-        return "policy: " + ("; ".join(str(v) for v in policy.get("violations") or ()) or "violated")
-    shape = record.get("shape")
-    if isinstance(shape, dict) and shape.get("passed") is False:
-        return "shape: " + ("; ".join(str(p) for p in shape.get("violations") or ()) or "not as expected")
+    violated = violation(record)
+    if violated is not None:
+        return f"{violated[0]}: {violated[1]}"
     if record.get("execution_match") and not record.get("passed_rule"):
         return (f"pass_if does not hold (soft_f1 {record.get('soft_f1')}, exact_match {record.get('exact_match')}"
                 f"{user_metric_values(record, str)})")
@@ -45,6 +42,16 @@ def _miss_reason(record: dict[str, Any]) -> str:
     if "valid" in record and record["valid"] is None:  # scored, never run: a case with only a `schema:`
         return NOT_RUN
     return "pass_if does not hold"
+
+
+def violation(record: dict[str, Any]) -> tuple[str, str] | None:
+    """``("policy" | "shape", what was violated)`` when the case's SQL policy or shape check failed, else None: a
+    case whose results match misses for it, and every report names it as its reason."""
+    for key, fallback in (("policy", "violated"), ("shape", "not as expected")):
+        check = record.get(key)
+        if isinstance(check, dict) and check.get("passed") is False:
+            return key, "; ".join(str(v) for v in check.get("violations") or ()) or fallback
+    return None
 
 
 def user_metric_values(record: dict[str, Any], fmt: Any) -> str:

@@ -34,6 +34,11 @@ _HIDDEN = {c: escape for c, escape in _UNPRINTABLE.items() if chr(c) not in "\t\
 
 
 def render_html(report: dict[str, Any]) -> str:
+    with view.indexed(report):  # lookups by suite name in linear time, as for the Markdown
+        return _render_html(report)
+
+
+def _render_html(report: dict[str, Any]) -> str:
     template = _environment().get_template("report.html.j2")
     data = chart_data(report)
     return template.render(
@@ -268,7 +273,8 @@ def chart_data(report: dict[str, Any]) -> dict[str, Any]:
         metrics = suite.get("metrics") or {}
         intervals = suite.get("intervals") or {}
         base = view.baseline_suite(report, name)
-        shares = [k for k in view.metric_keys(metrics) if view.kind(k) in ("rate", "mean")]
+        charted = [k for k in view.metric_keys(metrics) if view.kind(k) in ("rate", "mean")]
+        shares = [k for k in charted if _on_rate_axis(k, metrics[k], intervals.get(k), view.baseline_metric(base, k))]
         entry: dict[str, Any] = {
             "name": name,
             "metrics": {
@@ -277,6 +283,10 @@ def chart_data(report: dict[str, Any]) -> dict[str, Any]:
                 "intervals": [intervals.get(k) for k in shares],
                 "baseline": [(view.baseline_metric(base, k) or {}).get("baseline") for k in shares] if has_baseline else None,
                 "p_values": [(view.baseline_metric(base, k) or {}).get("p_value") for k in shares] if has_baseline else None,
+                # means off the rates' 0-1 axis (a latency of 250 would flatten every bar): shown as text instead
+                "apart": [{"label": view.label(k), "current": metrics[k], "interval": intervals.get(k),
+                           "baseline": (view.baseline_metric(base, k) or {}).get("baseline") if has_baseline else None}
+                          for k in charted if k not in shares],
             },
             "by_difficulty": _breakdown(suite.get("by_difficulty") or {}, cases, "difficulty", in_baseline, has_baseline),
             "by_tag": _breakdown(suite.get("by_tag") or {}, cases, "tag", in_baseline, has_baseline),
@@ -286,6 +296,24 @@ def chart_data(report: dict[str, Any]) -> dict[str, Any]:
         }
         suites.append(entry)
     return {"suites": suites, "baseline": has_baseline}
+
+
+#: The metrics chart's axis runs from 0 to about 1 (the rates): a mean bounded by a little more (``r_ves``, at most
+#: sqrt(1.25)) fits on it; one that can go higher (a user's latency, a length) is shown beside it as text.
+RATE_AXIS_MAXIMUM = 1.25
+
+
+def _on_rate_axis(metric: str, value: Any, interval: Any, comparison: dict[str, Any] | None) -> bool:
+    """Whether a rate or mean belongs on the metrics chart's 0-1 axis: a rate does, and a mean bounded by
+    :data:`RATE_AXIS_MAXIMUM`; an unbounded mean when its value, interval and baseline all lie within [0, it]."""
+    if view.kind(metric) == "rate":
+        return True
+    bound = view.maximum(metric)
+    if bound is not None:
+        return bound <= RATE_AXIS_MAXIMUM
+    numbers = [value, *(interval if isinstance(interval, (list, tuple)) else []),
+               (comparison or {}).get("baseline")]
+    return all(v is None or (isinstance(v, (int, float)) and 0 <= v <= RATE_AXIS_MAXIMUM) for v in numbers)
 
 
 def _breakdown(breakdown: dict[str, Any], cases: list[dict[str, Any]], by: str,

@@ -102,10 +102,19 @@ def _write_breakdown(tr, title: str, breakdown: dict) -> None:
     if not breakdown:
         return
     present = [(k, label) for k, label in breakdown_columns() if any(k in row for row in breakdown.values())]
+    # the 95% intervals of the JSON report's rows, as the metrics table shows them: a column each, after the values
+    spans = [(k, f"{label} 95% interval") for k, label in present
+             if any(k in (row.get("intervals") or {}) for row in breakdown.values())]
+    widths = [max(18, len(head)) for _, head in spans]
     header = f"  by {title:<12} {'cases':>6} " + " ".join(f"{label:>8}" for _, label in present)
+    if spans:
+        header += "   " + "  ".join(f"{head:>{width}}" for (_, head), width in zip(spans, widths))
     tr.write_line(header)
     for level, row in breakdown.items():
         cells = " ".join(f"{fmt(row.get(k)):>8}" for k, _ in present)
+        if spans:
+            cells += "   " + "  ".join(f"{fmt_interval((row.get('intervals') or {}).get(k)) or '-':>{width}}"
+                                      for (k, _), width in zip(spans, widths))
         tr.write_line(f"    {printable(str(level)):<13} {row['cases']:>6} {cells}")
 
 

@@ -9,10 +9,12 @@ when not, so an older report renders too.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterable, Iterator
 
 from ..registry import active_registry
-from .diff import NOT_RUN, user_metric_values
+from .diff import NOT_RUN, user_metric_values, violation
 
 MISS_OUTCOMES = ("missed", "failed")
 
@@ -80,6 +82,59 @@ def kind(metric: str) -> str | None:
     return found.kind if found is not None else None
 
 
+def maximum(metric: str) -> float | None:
+    """The highest value the metric's aggregate can take (1 for a rate; None: unbounded, or not known)."""
+    found = active_registry().get(metric)
+    return found.maximum if found is not None else None
+
+
+# --------------------------------------------------------------------------- lookups by suite, once per render
+#: (report, {name: index}) while :func:`indexed` is on: the indexes by suite built from that report.
+_INDEXES: ContextVar[tuple[Any, dict[str, Any]] | None] = ContextVar("sqleval_report_indexes", default=None)
+
+
+@contextmanager
+def indexed(report: dict[str, Any]) -> Iterator[None]:
+    """While on, the lookups by suite name (:func:`suite_passed`, :func:`baseline_suite`, :func:`cases_of`) of this
+    ``report`` answer from indexes built once (each scanned every suite, gate or case: a render asks per suite, so
+    3,000 suites took 44 s). The report must not change meanwhile (a render only reads it)."""
+    token = _INDEXES.set((report, {}))
+    try:
+        yield
+    finally:
+        _INDEXES.reset(token)
+
+
+def _index(report: dict[str, Any], name: str, build) -> Any:
+    """The index ``name`` of ``report`` (built by ``build(report)`` on first use) while :func:`indexed` is on for
+    it, else None (the caller scans)."""
+    active = _INDEXES.get()
+    if active is None or active[0] is not report:
+        return None
+    found = active[1].get(name)
+    if found is None:
+        found = active[1][name] = build(report)
+    return found
+
+
+def _suites_with_failed_gates(report: dict[str, Any]) -> set[Any]:
+    return {g.get("suite") for g in failed_gates(report)}
+
+
+def _baseline_suites_by_name(report: dict[str, Any]) -> dict[Any, dict[str, Any]]:
+    found: dict[Any, dict[str, Any]] = {}
+    for suite in (baseline(report) or {}).get("suites", []) or []:
+        found.setdefault(suite.get("name"), suite)  # the first of a name, as the scan finds it
+    return found
+
+
+def _cases_by_suite(report: dict[str, Any]) -> dict[Any, list[dict[str, Any]]]:
+    found: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for case in report.get("cases", []):
+        found[case.get("suite")].append(case)
+    return found
+
+
 # --------------------------------------------------------------------------- gates
 def gates(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Every gate verdict: ``report["gates"]`` when present, else the suites' threshold verdicts."""
@@ -132,8 +187,12 @@ def suite_passed(report: dict[str, Any], suite: dict[str, Any]) -> bool:
     count), no case errored."""
     if _shard(report):
         return not _errored(suite.get("outcomes"))
-    return (bool(suite.get("passed", True)) and not _errored(suite.get("outcomes"))
-            and not any(g.get("suite") == suite.get("name") for g in failed_gates(report)))
+    if not suite.get("passed", True) or _errored(suite.get("outcomes")):
+        return False
+    failing = _index(report, "failed gate suites", _suites_with_failed_gates)
+    if failing is not None:
+        return suite.get("name") not in failing
+    return not any(g.get("suite") == suite.get("name") for g in failed_gates(report))
 
 
 # --------------------------------------------------------------------------- baseline
@@ -146,6 +205,9 @@ def baseline_suite(report: dict[str, Any], name: str) -> dict[str, Any] | None:
     block = baseline(report)
     if block is None:
         return None
+    by_name = _index(report, "baseline suites", _baseline_suites_by_name)
+    if by_name is not None:
+        return by_name.get(name)
     for suite in block.get("suites", []) or []:
         if suite.get("name") == name:
             return suite
@@ -188,6 +250,9 @@ def baseline_passed(report: dict[str, Any]) -> dict[tuple[str, str], bool]:
 
 # --------------------------------------------------------------------------- cases
 def cases_of(report: dict[str, Any], suite: str | None = None) -> list[dict[str, Any]]:
+    by_suite = _index(report, "cases", _cases_by_suite) if suite is not None else None
+    if by_suite is not None:
+        return list(by_suite.get(suite, []))
     return [c for c in report.get("cases", []) if suite is None or c.get("suite") == suite]
 
 
@@ -199,6 +264,9 @@ def reason_key(case: dict[str, Any]) -> str:
     mismatch = case.get("mismatch")
     if isinstance(mismatch, dict) and mismatch.get("reason"):
         return str(mismatch["reason"])
+    violated = violation(case)
+    if violated is not None:
+        return violated[0]
     if case.get("execution_match") and case.get("outcome") in MISS_OUTCOMES:
         return "pass_if"
     if case.get("exact_match") is False:
@@ -213,6 +281,9 @@ def reason_text(case: dict[str, Any]) -> str:
     mismatch = case.get("mismatch")
     if isinstance(mismatch, dict) and mismatch:
         return f"{mismatch.get('reason')}: {mismatch.get('detail')}"
+    violated = violation(case)
+    if violated is not None:
+        return f"{violated[0]}: {violated[1]}"
     if case.get("execution_match") and case.get("outcome") in MISS_OUTCOMES:
         return (f"pass_if does not hold (soft_f1 {fmt(case.get('soft_f1'))}, exact_match {fmt(case.get('exact_match'))}"
                 f"{user_metric_values(case, fmt)})")
