@@ -277,17 +277,46 @@ def file_warnings(current_run: Mapping[str, Any] | None, baseline_run: Mapping[s
         warnings.append("the baseline has no file hashes (run metadata): cannot tell whether a suite or database changed")
     else:
         predictions = set(current_run.get("prediction_files") or ()) | set(baseline_run.get("prediction_files") or ())
+        compared = 0
         for path in sorted(set(cur_files) - predictions):
-            before, now = base_files.get(path), cur_files[path]
+            before, now = _baseline_hash(path, base_files, predictions), cur_files[path]
+            compared += before is not None
             if before is not None and before != now:
                 warnings.append(f"{path} changed since the baseline (sha256 {before[:12]} -> {now[:12]}): "
                                 "the comparison mixes different questions, gold or data")
+        if not compared and set(cur_files) - predictions:
+            warnings.append("no suite or database file of this run is in the baseline's file hashes (another "
+                            "rootdir, or other suites): cannot tell whether a suite or database changed")
     base_options, cur_options = baseline_run.get("options") or {}, current_run.get("options") or {}
     for option in SCORE_OPTIONS:
         if option in base_options and option in cur_options and base_options[option] != cur_options[option]:
             warnings.append(f"option {option} differs from the baseline: {base_options[option]!r} then, "
                             f"{cur_options[option]!r} now")
     return warnings
+
+
+def _baseline_hash(path: str, base_files: Mapping[str, str], predictions: set[str]) -> str | None:
+    """The baseline's hash of ``path``. Paths are relative to each run's rootdir, which pytest takes from the
+    arguments (an option's file value too), so the same file may be ``shop.sqlite`` in one run and
+    ``bench/shop.sqlite`` in the other: failing an exact name, the one baseline path that shares the longest
+    trailing run of path parts (the file name at least) with it."""
+    if path in base_files:
+        return base_files[path]
+    parts = path.split("/")
+    best, found = 0, None
+    for other, digest in base_files.items():
+        if other in predictions:
+            continue
+        theirs = other.split("/")
+        common = 0
+        while common < min(len(parts), len(theirs)) and parts[-1 - common] == theirs[-1 - common]:
+            common += 1
+        if common and common == min(len(parts), len(theirs)):  # one path ends with the other
+            if common > best:
+                best, found = common, digest
+            elif common == best:
+                found = None  # two candidates as good: no guess
+    return found
 
 
 def compare_reports(current: Mapping[str, Any], baseline: Mapping[str, Any], *, path: str) -> dict[str, Any]:
@@ -305,6 +334,7 @@ def compare_reports(current: Mapping[str, Any], baseline: Mapping[str, Any], *, 
                         "compare with their merged report (sqleval merge)")
     for warning in (baseline.get("run") or {}).get("merge_warnings") or []:  # a merge of the baseline's shards
         warnings.append(f"the baseline was merged with a warning: {warning}")  # that lacked one, say
+    warnings.extend(_part_of_the_run(current.get("run") or {}))
     names = [s["name"] for s in current.get("suites", [])]
     names += [name for name in cur_by_suite if name not in names]
     suites = []
@@ -319,6 +349,19 @@ def compare_reports(current: Mapping[str, Any], baseline: Mapping[str, Any], *, 
     qualified = lambda c: f"{c['suite']}::{c['id']}"  # noqa: E731
     overall = compare_cases(_ordered(current.get("cases", [])), _ordered(baseline.get("cases", [])), key=qualified)
     return {"path": path, "warnings": warnings, "suites": suites, "overall": overall}
+
+
+def _part_of_the_run(run: Mapping[str, Any]) -> list[str]:
+    """This run is one shard, or a selection (-k, -m, --lf): the baseline's cases it left out are not in it, and
+    count as ``removed`` as a case deleted from its suite does. Say which it is."""
+    if run.get("shard"):
+        return [f"this run is shard {run['shard']}: the baseline's cases of the other shards count as removed; "
+                "compare the shards' merged report (sqleval merge)"]
+    deselected = run.get("deselected")
+    if isinstance(deselected, int) and not isinstance(deselected, bool) and deselected > 0:
+        return [f"{deselected} case(s) of this run's suites were not selected (-k, -m, --deselect, --lf): those of the "
+                "baseline count as removed"]
+    return []
 
 
 def _ordered(cases: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
