@@ -570,11 +570,6 @@ def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepare
         return {"exact_match": None, "clauses": None, "exact_match_reason": "not computed: the case gives expected rows"}
     if prediction is None or not prediction.strip():
         return {"exact_match": False, "clauses": None, "exact_match_reason": "no_prediction"}
-    from .sql.guard import invalid_text
-
-    problem = invalid_text(prediction)
-    if problem is not None:  # (a bad character in a comment would otherwise match: the text runs nowhere)
-        return {"exact_match": False, "clauses": None, "exact_match_reason": f"parse_error: {problem}"}
     verdicts = []
     unreadable = None
     for gold in golds:
@@ -599,14 +594,20 @@ def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepare
 
 
 def _unmatch_what_the_database_cannot_read(record: dict[str, Any], suite: Suite) -> None:
-    """Under the ``sqleval`` profile, a prediction the database refused as a syntax error never matches exactly:
+    """Under the ``sqleval`` profile, a prediction the database refused as a syntax error (or, Python's sqlite3, as
+    more than one statement: ``q;`` then a non-ASCII space) never matches exactly:
     sqlglot reads some truncated or malformed texts leniently (``SELECT a, FROM t``, ``GROUP BY`` with nothing
     after it, ``FROM t AS``), so their trees could equal the gold's although no engine runs them. (``spider``
     reproduces the official evaluator, which never runs a query for exact match.)"""
     from .metrics.exact_match.options import resolve_exact_match
+    from .sql.statements import ONE_STATEMENT
 
     error = record.get("error")
-    if (record.get("exact_match") and isinstance(error, Mapping) and error.get("kind") == "syntax"
+    refused = isinstance(error, Mapping) and (
+        error.get("kind") == "syntax"
+        # SQLite's own "one statement at a time" (``q;`` then a non-ASCII space, which sqlglot reads as white space)
+        or (error.get("kind") == "rejected" and str(error.get("message", "")).startswith(ONE_STATEMENT)))
+    if (record.get("exact_match") and refused
             and resolve_exact_match(suite.exact_match).profile == "sqleval"):
         record["exact_match"] = False
         record["exact_match_reason"] = f"parse_error: the database cannot run it: {error.get('message')}"

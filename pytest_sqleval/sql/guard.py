@@ -34,11 +34,12 @@ from typing import Iterable
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import QueryError
 from . import allowed_functions as allowlist
+from .limits import closed_comment, invalid_text
 
 #: Longest prediction the guard accepts (characters).
 MAX_SQL_LENGTH = 200_000
@@ -137,23 +138,19 @@ def _check_text(sql: str) -> None:
         raise QueryError("syntax", problem)
 
 
-def invalid_text(sql: str) -> str | None:
-    """Why ``sql`` is no text an engine could read (not valid UTF-8: a lone surrogate, a byte a predictions file
-    held; a NUL character), or None. Such a prediction misses everywhere, exact match included."""
-    try:
-        sql.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"the prediction is not valid UTF-8 text (bad character at position {exc.start})"
-    if "\x00" in sql:
-        return "the prediction contains a NUL character"
-    return None
-
-
 def _parse(sql: str, dialect: str) -> tuple[list[Token], list[exp.Expression]]:
     """sqlglot's tokens (kept: calls are found on them) and statements."""
     reader = sqlglot.Dialect.get_or_raise(dialect)
     try:
-        tokens = reader.tokenize(sql)
+        try:
+            tokens = reader.tokenize(sql)
+        except TokenError:
+            # SQLite reads an unterminated /* comment to the end of the text (``SELECT 1 /* cut off`` runs there):
+            # read with the comment closed; the tokens are the same, and the text that runs is unchanged
+            closed = closed_comment(sql, dialect)
+            if closed is None:
+                raise
+            tokens = reader.tokenize(closed)
         statements = reader.parser().parse(tokens, sql)
     except RecursionError:
         raise _nested_too_deeply() from None

@@ -104,6 +104,40 @@ def bounded_stack(function: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def invalid_text(sql: str) -> str | None:
+    """Why ``sql`` is no text an engine could read (not valid UTF-8: a lone surrogate, a byte a predictions file
+    held; a NUL character), or None. Such a prediction misses everywhere: the guard refuses it (kind ``syntax``)
+    and exact match never matches it, whatever a comment hides (both read this one rule)."""
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"the prediction is not valid UTF-8 text (bad character at position {exc.start})"
+    if "\x00" in sql:
+        return "the prediction contains a NUL character"
+    return None
+
+
+#: Dialects whose engine reads an unterminated ``/*`` comment to the end of the text (SQLite); PostgreSQL and DuckDB
+#: refuse it ("unterminated /* comment").
+OPEN_COMMENT_DIALECTS = frozenset({"sqlite"})
+
+
+def closed_comment(sql: str, dialect: str) -> str | None:
+    """``sql`` with its unterminated ``/*`` comment closed (``SELECT 1 /* cut off`` -> ``SELECT 1 /* cut off*/``),
+    when the dialect's engine reads such a comment to the end of the text and it is why sqlglot cannot tokenize
+    ``sql`` (every token of the closed text lies before the end of ``sql``); else None. The closed text reads the
+    same to that engine as ``sql``."""
+    reader = sqlglot.Dialect.get_or_raise(dialect)
+    if type(reader).__name__.lower() not in OPEN_COMMENT_DIALECTS or reader.tokenizer_class.NESTED_COMMENTS:
+        return None  # (SQLite never nests comments: a tokenizer that does would end the comment elsewhere)
+    closed = sql + "*/"
+    try:
+        tokens = raw_tokens(closed, dialect)
+    except (SqlglotError, RecursionError, ValueError, TypeError, IndexError, KeyError):
+        return None
+    return closed if tokens and all(token.end < len(sql) for token in tokens) else None
+
+
 class SqlTooComplex(SqlglotError):
     """The SQL is beyond one of the documented limits; ``reason`` says which (a short sentence)."""
 

@@ -25,8 +25,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
+from sqlglot.errors import TokenError
 
-from pytest_sqleval.sql.limits import SqlTooComplex, bounded_stack, parse_one_shared, too_complex_reason
+from pytest_sqleval.sql.limits import (
+    SqlTooComplex,
+    bounded_stack,
+    closed_comment,
+    parse_one_shared,
+    too_complex_reason,
+)
 from pytest_sqleval.sql.parsed import copy_tree
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,7 +58,13 @@ def prediction_rewrite(options: ComparisonOptions) -> str | None:
 @bounded_stack
 def strip_distinct(sql: str, dialect: str) -> str:
     """``sql`` without any DISTINCT keyword; returned unchanged when it has none."""
-    shared = parse_one_shared(sql, dialect)  # read only: most texts have no DISTINCT and need no copy
+    try:
+        shared = parse_one_shared(sql, dialect)  # read only: most texts have no DISTINCT and need no copy
+    except TokenError:
+        closed = closed_comment(sql, dialect)  # ``... /* cut off``: SQLite reads the comment to the end, as the guard
+        if closed is None:
+            raise
+        sql, shared = closed, parse_one_shared(closed, dialect)
     if next(shared.find_all(exp.Distinct), None) is None:
         return sql
     tree = copy_tree(shared)

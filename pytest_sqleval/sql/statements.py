@@ -95,6 +95,8 @@ def official_text(sql: str, dialect: str, mode: str) -> str | None:
 
 
 _ONE_STATEMENT = "You can only execute one statement at a time."
+#: How Python's sqlite3 (and so the SQLite backend) refuses a text it reads as more than one statement.
+ONE_STATEMENT = _ONE_STATEMENT
 
 #: The white space CPython's sqlite3 skips after a statement (``lstrip_sql`` in ``Modules/_sqlite/statement.c``).
 _SQLITE3_TAIL_SPACE = frozenset(" \t\f\n\r")

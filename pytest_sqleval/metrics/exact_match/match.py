@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...schema import Schema
-from ...sql.limits import bounded_stack
+from ...sql.limits import bounded_stack, invalid_text
 from .options import ExactMatchOptions, resolve_exact_match
 from .spider import normalised_gold, spider_exact_match
 from .sqleval import gold_shape, sqleval_exact_match
@@ -24,10 +24,19 @@ def exact_match(gold_sql: str, pred_sql: str, schema: Schema, *,
                 dialect: str = "sqlite") -> ExactMatchVerdict:
     """Compare ``pred_sql`` with ``gold_sql`` under an exact-match profile.
 
+    A prediction that is no text an engine could read (:func:`~pytest_sqleval.sql.limits.invalid_text`: not
+    valid UTF-8, a NUL character) never matches, with reason ``parse_error: <why>``.
+
     Raises :class:`GoldOutsideGrammar` (profile ``spider``), :class:`GoldParseError`
     or :class:`GoldTooComplex` when the gold cannot be read: an error of the suite.
     """
     options = resolve_exact_match(profile)
+    problem = invalid_text(pred_sql)
+    if problem is not None:
+        # no engine reads such a text, so it never matches, whatever a comment hides (``-- \ud800``, ``/* \0 */``);
+        # the gold is read first, as for any prediction: its errors are the suite's, whatever the prediction
+        _read_gold_as(options, gold_sql, schema, dialect)
+        return ExactMatchVerdict(False, {}, f"parse_error: {problem}")
     if options.profile == "spider":
         return spider_exact_match(gold_sql, pred_sql, schema, options, dialect)
     return sqleval_exact_match(gold_sql, pred_sql, schema, options, dialect)

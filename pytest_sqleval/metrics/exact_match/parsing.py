@@ -12,11 +12,14 @@ class SqlParseError(ValueError):
     """sqlglot cannot parse the SQL (or, where one statement is required, finds several)."""
 
 
-def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool, shared: bool = False) -> exp.Expression:
+def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool, shared: bool = False,
+                    allow_empty_after: bool = True) -> exp.Expression:
     """The first statement of ``sql``.
 
     ``allow_trailing_statements`` ignores any later statement, as the official
-    Spider parser does; otherwise a second statement is an error. ``shared``: the
+    Spider parser does; otherwise a second statement is an error, and so is an
+    empty one after the query (``q;;``, ``q; ;``) unless ``allow_empty_after``
+    (the guard refuses it on every engine: no database runs it). ``shared``: the
     process's shared tree instead of a copy, for a caller that only reads it (the
     Spider reader). Raises :class:`SqlParseError`, or
     :class:`~pytest_sqleval.sql.limits.SqlTooComplex` for SQL beyond the limits.
@@ -24,7 +27,8 @@ def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool, 
     parse = parse_bounded_shared if shared else parse_bounded
     try:
         # (a comment after the last ';' is a bare Semicolon node, not a statement)
-        statements = [s for s in parse(sql, dialect) if s is not None and not isinstance(s, exp.Semicolon)]
+        parsed = parse(sql, dialect)
+        statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     except SqlTooComplex:
         raise
     except sqlglot.errors.SqlglotError as exc:
@@ -33,6 +37,10 @@ def parse_statement(sql: str, dialect: str, *, allow_trailing_statements: bool, 
         raise SqlParseError("empty SQL")
     if len(statements) > 1 and not allow_trailing_statements:
         raise SqlParseError(f"{len(statements)} statements; exact match compares one query")
+    first = next(i for i, s in enumerate(parsed) if s is statements[0])
+    if not (allow_trailing_statements or allow_empty_after) and None in parsed[first:]:
+        # (empty statements before the query are the engine's to skip, as SQLite does)
+        raise SqlParseError("an empty statement (`;`) follows the query; no database runs it as one query")
     return statements[0]
 
 

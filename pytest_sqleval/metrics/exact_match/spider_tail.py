@@ -4,7 +4,9 @@ The official ``process_sql.py`` tokenizes with NLTK, which knows no comments: ``
 comment's words become ordinary tokens. Its recursive parser reads clause after clause and, once the query is
 complete, **stops and ignores the rest** (``get_sql`` never checks that every token was used). So:
 
-* text after a top-level ``;`` or an unmatched ``)`` is never read;
+* text after a top-level ``;`` or an unmatched ``)`` is never read, except a set operation after ``;`` (``parse_sql``
+  skips ``;`` before it, and before the ``)`` that closes a subquery: :func:`fill_bare_clauses` drops those ``;``),
+  and the token right after ``LIMIT`` is its value whatever it is (``LIMIT ) UNION ...``, ``IN (... LIMIT ))``);
 * junk (a comment, a stray word, a Markdown fence) right after a clause the parser leaves cleanly (``LIMIT n``,
   ``GROUP BY`` columns, ``ORDER BY`` items, a JOIN's ``ON`` condition) is ignored: the query before it is
   scored. Right after ``ORDER BY`` items without a direction, a ``/*`` is read as division and fails;
@@ -136,8 +138,11 @@ def fill_bare_clauses(sql: str, dialect: str) -> str:
       before ``;`` it fails (``;`` is read as a column) unless never read; a ``HAVING`` at the end after GROUP BY
       items, ORDER BY items, a LIMIT's value or a condition's column value: dropped (none, never read, or passed
       over by the value scanner);
-    * a ``LIMIT`` followed by ``;`` or an unmatched ``)`` reads that token as its value: ``LIMIT 1``; at the very
+    * a ``LIMIT`` followed by ``;`` or an unmatched ``)`` reads that token as its value: ``LIMIT 1`` (the token is
+      replaced in a subquery and before a set operation, where the parser reads on after it); at the very
       end it fails when it is read (:data:`LIMIT_WITHOUT_VALUE`, for the reader: it may never be read);
+    * ``;`` before a set operation (``q; UNION q2``), or in parentheses before the ``)`` that closes the query, is
+      skipped by ``parse_sql``: dropped;
     * a ``,`` that ends SELECT, GROUP BY or ORDER BY items before a clause keyword (``ORDER BY a, LIMIT 1``), or
       the GROUP BY/ORDER BY items before ``)``, ``;`` or the end, is skipped by the item loop: dropped.
 
@@ -148,6 +153,7 @@ def fill_bare_clauses(sql: str, dialect: str) -> str:
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in text order
     walk = list(_clause_walk(tokens))
     inner = _clauses_in_parentheses(tokens)
+    consumed = 0  # the ``)`` read as a LIMIT's value so far
     for i, token in enumerate(tokens):
         kind = token.token_type
         following = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -174,11 +180,21 @@ def fill_bare_clauses(sql: str, dialect: str) -> str:
             edits.append((token.start, token.end + 1, ""))
         elif kind == TokenType.LIMIT and walk[i][0] == 0 and following is None:
             edits.append((token.end + 1, token.end + 1, f" {LIMIT_WITHOUT_VALUE}"))
+        elif kind == TokenType.LIMIT and following is not None and following.token_type in (
+                TokenType.SEMICOLON, TokenType.R_PAREN) and (
+                walk[i][0] > 0 or _after_semicolons(sql, tokens, i + 2) in _SET_OPERATORS):
+            # the token is the LIMIT's value, whatever it is: in a subquery ``LIMIT ; )`` and ``LIMIT ))`` are
+            # ``LIMIT 1)``, and ``LIMIT ) UNION ...``, ``LIMIT ; UNION ...`` read on to the set operation
+            edits.append((token.end + 1, following.end + 1, " 1"))
+            consumed += following.token_type == TokenType.R_PAREN  # (so the parentheses are one deeper after it)
         elif kind == TokenType.LIMIT and walk[i][0] == 0 and following is not None and following.token_type in (
                 TokenType.SEMICOLON, TokenType.R_PAREN):
-            edits.append((token.end + 1, token.end + 1, " 1"))
-        elif kind == TokenType.LIMIT and following is not None and following.token_type == TokenType.SEMICOLON:
-            edits.append((token.end + 1, following.end + 1, " 1"))  # in a subquery: ``LIMIT ; )`` is ``LIMIT 1)``
+            edits.append((token.end + 1, token.end + 1, " 1"))  # read as its value; the parser stops after it
+        elif kind == TokenType.SEMICOLON and (_after_semicolons(sql, tokens, i + 1) in _SET_OPERATORS or (
+                walk[i][0] + consumed > 0 and _after_semicolons(sql, tokens, i + 1) == TokenType.R_PAREN)):
+            # ``parse_sql`` skips the ``;`` after a query's clauses, then reads a set operation (``q; UNION q2``)
+            # or, in parentheses, the ``)`` that closes the query (``(SELECT ... LIMIT 1;)``)
+            edits.append((token.start, token.end + 1, " "))
         elif kind == TokenType.COMMA and state in ("select", "group", "order") and (
                 following is None or following.token_type in _ITEM_STOPS) and (
                 state != "select" or (following is not None and following.token_type not in (
@@ -193,7 +209,19 @@ def fill_bare_clauses(sql: str, dialect: str) -> str:
 
 #: The tokens :func:`fill_bare_clauses` may edit; each only when what follows it ends the clause (an item stop).
 _MAY_BE_BARE = frozenset({TokenType.ORDER_BY, TokenType.GROUP_BY, TokenType.WHERE, TokenType.HAVING,
-                          TokenType.LIMIT, TokenType.COMMA})
+                          TokenType.LIMIT, TokenType.COMMA, TokenType.SEMICOLON})
+
+
+def _after_semicolons(sql: str, tokens: list[Token], index: int) -> TokenType | None:
+    """The kind of the first token from ``tokens[index]`` on that is not ``;``, when only ``;`` and white space come
+    before it (None: the end, or a comment's words first). The official ``parse_sql`` skips those ``;`` and reads
+    a set operation next (``q; UNION q2``) or, in parentheses, the ``)`` that closes the query."""
+    for j in range(index, len(tokens)):
+        if _gap(sql, tokens[j - 1].end + 1, tokens[j].start):
+            return None
+        if tokens[j].token_type != TokenType.SEMICOLON:
+            return tokens[j].token_type
+    return None
 
 
 def _may_be_bare(tokens: list[Token]) -> bool:
@@ -224,6 +252,8 @@ def junk_free_prefix(sql: str, dialect: str, *, max_cut: int = 8) -> str | None:
         if not limit_value and not _word_boundary(text, tokens[cut - 1], tokens[cut]):
             continue  # one word to NLTK (``d.y.0``): the official parser reads it whole, and fails
         depth, state = walk[cut - 1]
+        if tokens[cut].token_type in _SET_OPERATORS:
+            continue  # not junk: ``parse_sql`` reads a set operation after any clause (``... LIMIT 1 UNION`` fails)
         if _CLAUSE_RANK.get(tokens[cut].token_type, 0) > _CLAUSE_RANK.get(state or "", 6):
             continue  # not junk: the clause the official parser reads next (``GROUP BY a ORDER BY -- c`` fails)
         reading = _junk_at(text, tokens, cut, depth, state, tokens[cut - 1], "junk", at_end=True)
@@ -442,12 +472,19 @@ def _swallowed(junk: str, state: str | None) -> str | None:
 
 
 def _tokens_and_text(sql: str, dialect: str) -> tuple[list[Token] | None, str]:
-    """sqlglot's tokens of ``sql``; when the text does not tokenize (a stray backtick fence), those of the
-    longest prefix before the first backtick, if that prefix tokenizes (the rest is junk)."""
+    """sqlglot's tokens of ``sql``; when the text does not tokenize, those before an unterminated ``/*`` comment
+    at the end, or (a stray backtick fence) those of the longest prefix before the first backtick, if that prefix
+    tokenizes (the rest is junk)."""
     try:
         return tokenize_bounded(sql, dialect), sql
     except sqlglot.errors.TokenError:
         pass
+    try:  # an unterminated ``/*`` comment (``... LIMIT 1 /* cut off``): to NLTK, words like any junk at the end
+        closed = tokenize_bounded(sql + "*/", dialect)
+    except sqlglot.errors.TokenError:
+        closed = None
+    if closed and all(token.end < len(sql) for token in closed):
+        return closed, sql  # the comment stays a trailing "comment", decided on like any junk
     cut = sql.find("`")
     if cut <= 0:
         return None, sql

@@ -157,6 +157,8 @@ def tokenizer_objection(sql: str, dialect: str, end: int | None = None) -> str |
         if token.token_type is TokenType.DISTINCT and index > 1 and tokens[index - 1].token_type is TokenType.NOT \
                 and tokens[index - 2].token_type is TokenType.IS:
             return "is_not_distinct_from"  # read by sqlglot as ``a IS b``; the official fails on "not"
+        if token.token_type is TokenType.TRUE and index and tokens[index - 1].token_type is TokenType.ON:
+            return "boolean"  # ``JOIN t ON TRUE``: sqlglot's tree of a bare JOIN; the official fails on "true"
     return None
 
 

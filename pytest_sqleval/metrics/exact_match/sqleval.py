@@ -52,6 +52,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ...schema import Schema
+from ...sql.limits import closed_comment
 from .options import ExactMatchOptions
 from .parsing import SqlParseError, parse_statement
 from .sqleval_shape import QueryShape, ShapeBuilder
@@ -82,7 +83,8 @@ def sqleval_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: E
     gold = gold_shape(gold_sql, schema, dialect, ignore_values)
     try:
         # the same text has the same shape (query_shape is a function of its arguments): not read twice
-        pred = gold if pred_sql == gold_sql else query_shape(pred_sql, schema, dialect, ignore_values=ignore_values)
+        pred = gold if pred_sql == gold_sql else query_shape(pred_sql, schema, dialect, ignore_values=ignore_values,
+                                                             prediction=True)
         clauses = shape_components(pred, gold)
     except SqlParseError as exc:
         return ExactMatchVerdict(False, {}, f"parse_error: {exc}")
@@ -102,9 +104,18 @@ def gold_shape(gold_sql: str, schema: Schema, dialect: str, ignore_values: bool)
         raise gold_failure(exc) from None
 
 
-def query_shape(sql: str, schema: Schema, dialect: str, *, ignore_values: bool = False) -> QueryShape:
-    """The shape of the one query in ``sql``; raises ``SqlParseError`` (``SqlTooComplex`` beyond the limits)."""
-    tree = parse_statement(sql, dialect, allow_trailing_statements=False)
+def query_shape(sql: str, schema: Schema, dialect: str, *, ignore_values: bool = False,
+                prediction: bool = False) -> QueryShape:
+    """The shape of the one query in ``sql``; raises ``SqlParseError`` (``SqlTooComplex`` beyond the limits).
+    A ``prediction`` followed by an empty statement (``q;;``) is one no database runs: ``SqlParseError``."""
+    try:
+        tree = parse_statement(sql, dialect, allow_trailing_statements=False, allow_empty_after=not prediction)
+    except SqlParseError:
+        closed = closed_comment(sql, dialect)  # ``... /* cut off``: SQLite runs it, the comment read to the end
+        if closed is None:
+            raise
+        sql = closed
+        tree = parse_statement(sql, dialect, allow_trailing_statements=False, allow_empty_after=not prediction)
     try:
         return ShapeBuilder(schema, sql, dialect, ignore_values=ignore_values).query(tree)
     except ValueError as exc:

@@ -162,12 +162,37 @@ class ShapeBuilder:
 
     def _set_operation(self, node: exp.SetOperation, outer: tuple[_Scope, ...], ctes: dict[str, _Source]) -> QueryShape:
         operands, operators = _flatten_set_operation(node)
+        if any(isinstance(operand, exp.Select) and _own_ending(operand) for operand in operands) \
+                or _inner_set_operation_ending(node):
+            # ``SELECT ... LIMIT 3 UNION SELECT ...``: sqlglot keeps the LIMIT on the operand, but SQLite, PostgreSQL
+            # and DuckDB refuse it ("LIMIT clause should come after UNION not before"); parenthesised, it is a Subquery
+            raise ValueError("an ORDER BY, LIMIT or OFFSET before a set operator: no database runs it "
+                             "(parenthesise the operand, or move it after the last operand)")
         head = operands[0]
         trailing = {key: node.args[key] for key in ("order", "limit", "offset") if node.args.get(key) is not None}
-        head_shape = self._select(head, outer, ctes, trailing) if isinstance(head, exp.Select) else self.query(head, outer, ctes)
+        core = head
+        while isinstance(core, exp.Subquery):
+            core = core.this
+        whole: tuple[tuple[str, str], ...] = ()
+        if isinstance(core, exp.Select) and (core is head or not (_own_ending(core) or core.args.get("with_"))):
+            # (parentheses around a plain first operand, ``(SELECT ...) UNION ...``, change nothing)
+            head_shape = self._select(core, outer, ctes, trailing)
+        else:
+            # ``(SELECT ... LIMIT 2) UNION ...``, ``(A UNION B) INTERSECT C``: the first operand is compared whole, as
+            # the others are, and the compound's own ORDER BY/LIMIT are read on its first SELECT (they were dropped)
+            whole = (("(first operand)", self.query(head, outer, ctes).digest),)
+            first = core
+            while isinstance(first, (exp.Subquery, exp.SetOperation)):
+                first = first.this
+            if not isinstance(first, exp.Select):
+                raise ValueError(f"not a query: {first.key}")
+            first = first.copy()
+            for key in ("order", "limit", "offset", "with_"):
+                first.set(key, None)
+            head_shape = self._select(first, outer, ctes, trailing)
         rest = tuple((op, self.query(operand, outer, ctes).digest) for op, operand in zip(operators, operands[1:], strict=True))
         keywords = sorted_tuple(set(head_shape.keywords) | {op.split()[0] for op, _ in rest})
-        return _replace(head_shape, set_ops=rest, keywords=keywords)
+        return _replace(head_shape, set_ops=whole + rest, keywords=keywords)
 
     def _select(self, select: exp.Select, outer: tuple[_Scope, ...], ctes: dict[str, _Source],
                 trailing: dict[str, exp.Expression] | None = None) -> QueryShape:
@@ -524,6 +549,16 @@ def _replace(shape: QueryShape, **changes: Any) -> QueryShape:
     values = {name: getattr(shape, name) for name in QueryShape.__dataclass_fields__}
     values.update(changes)
     return QueryShape(**values)
+
+
+def _own_ending(node: exp.Expression) -> bool:
+    return any(node.args.get(key) is not None for key in ("order", "limit", "offset"))
+
+
+def _inner_set_operation_ending(node: exp.SetOperation) -> bool:
+    """Whether a set operation nested (unparenthesised) in ``node`` carries its own ORDER BY/LIMIT/OFFSET."""
+    inner = [child for child in (node.this, node.expression) if isinstance(child, exp.SetOperation)]
+    return any(_own_ending(child) or _inner_set_operation_ending(child) for child in inner)
 
 
 def _flatten_set_operation(node: exp.Expression) -> tuple[list[exp.Expression], list[str]]:
