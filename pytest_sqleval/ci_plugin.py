@@ -76,7 +76,11 @@ class CIState:
 
 
 def _path_setting(config: pytest.Config, name: str) -> str | None:
-    value = config.getoption(name) or config.getini(name) or None
+    given = config.getoption(name)
+    if given is not None and not str(given).strip():  # `--sqleval-markdown "$UNSET"`: not the option left out
+        raise pytest.UsageError(f"argument --{name.replace('_', '-')}: empty path {given!r}; drop the option or give "
+                                "a file path (is the variable that should hold it set?)")
+    value = given or config.getini(name) or None
     if not value:
         return None
     path = os.path.expandvars(os.path.expanduser(value))

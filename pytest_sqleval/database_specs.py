@@ -84,7 +84,11 @@ def _database(ctx: LoadContext, value: Any, line: int | None) -> DatabaseSpec:
         if "url" not in value:
             raise ctx.error("a database mapping needs `url:`", value.line,
                             fix='write `database: {url: "sqlite://", setup: [schema.sql, data.sql]}`')
-        spec = _database_from_text(ctx, str(value["url"]), value.key_lines["url"])
+        url = value["url"]
+        if url is None or isinstance(url, (bool, dict, list)):  # str() would make a file named `None` or `True`
+            raise ctx.error(f"`url:` of a database mapping must be a URL, not {yaml_type(url)}", value.key_lines["url"],
+                            fix='write `database: {url: "sqlite://", setup: [schema.sql, data.sql]}`')
+        spec = _database_from_text(ctx, str(url), value.key_lines["url"])
         setup = _setup_scripts(ctx, value)
         if setup and spec.file_path is not None:
             raise ctx.error("setup scripts build a fresh database; they cannot target an existing file", value.line,
@@ -99,6 +103,10 @@ def _database(ctx: LoadContext, value: Any, line: int | None) -> DatabaseSpec:
 
 
 def _database_from_text(ctx: LoadContext, text: str, line: int | None) -> DatabaseSpec:
+    text = text.strip()  # `" sqlite:///a.db"`, `"a.db "`: read as case ids are, without the white space around
+    if not text:  # resolved, "" would be the suite's own folder ("the database path is a directory")
+        raise ctx.error("the database is empty", line,
+                        fix="write a path or a SQLAlchemy URL (`database: shop.sqlite`), or leave the key out")
     expanded = expand_env(ctx, text, line)
     if "://" in expanded:
         if expanded.startswith(("sqlite:///", "duckdb:///")) and len(expanded.split(":///", 1)[1].split("?")[0]) > 0:

@@ -437,7 +437,7 @@ def threshold_argument(text: str) -> Threshold:
     try:
         return parse_assignment(text, "cli")
     except ThresholdError as exc:
-        raise GateOptionError(str(exc)) from None
+        raise GateOptionError(exc.described()) from None
 
 
 __all__ = ["BaselineRule", "GateOptions", "GateOptionError", "MergeError", "complete_report", "evaluate_gates",

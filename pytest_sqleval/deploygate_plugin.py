@@ -73,6 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .thresholds import OVERALL_PREFIX, merge
 
     option = config.option
+    _refuse_empty(option)
     try:
         shard = parse_shard(option.sqleval_shard) if option.sqleval_shard else None
     except ShardError as exc:
@@ -110,6 +111,21 @@ def pytest_configure(config: pytest.Config) -> None:
         except ReportError as exc:
             raise pytest.UsageError(f"{source} {exc}") from None
     config.stash[DEPLOY_KEY] = deploy
+
+
+#: The options whose explicit empty value (`--sqleval-baseline "$UNSET"`) would read as the option left out: a
+#: deploy gate that silently compares with nothing.
+_NON_EMPTY = {"sqleval_baseline": "the deployed model's --sqleval-json report",
+              "sqleval_max_regressed": "a whole number of cases", "sqleval_alpha": "a level such as 0.05",
+              "sqleval_shard": "K/N, e.g. 1/4"}
+
+
+def _refuse_empty(option: Any) -> None:
+    for name, what in _NON_EMPTY.items():
+        value = getattr(option, name, None)
+        if value is not None and not str(value).strip():
+            raise pytest.UsageError(f"argument --{name.replace('_', '-')}: empty value {value!r}; drop the option or "
+                                    f"give {what} (is the variable that should hold it set?)")
 
 
 def _count(text: Any) -> int:

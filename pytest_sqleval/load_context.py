@@ -72,8 +72,11 @@ def check_keys(ctx: LoadContext, mapping: LineMapping, allowed: Iterable[str], w
             raise ctx.error(f"`{key}:` in {what} is {elsewhere[1]}", mapping.key_lines.get(key, mapping.line),
                             fix=elsewhere[2])
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
+            same_but_case = [name for name in allowed if name.lower() == str(key).lower()]
+            close = same_but_case or difflib.get_close_matches(str(key), allowed, n=1)
             hint = f"did you mean `{close[0]}`? " if close else ""
+            if same_but_case:  # `ID:`, `Gold:`: keys are read as written
+                hint = f"did you mean `{close[0]}`? keys are lower case, as written in the README; "
             if not close and " " in str(key).strip():  # `{gold: SELECT a, b FROM t}`: YAML split the SQL at a comma
                 hint = ("quote the SQL before it: in a flow mapping `{...}` YAML splits unquoted text at each comma "
                         "(write `gold: \"SELECT a, b FROM t\"`, or use block style); ")

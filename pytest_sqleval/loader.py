@@ -21,7 +21,7 @@ from .load_context import LoadContext, check_keys, yaml_type
 from .results import temporal_as_text
 from .suite import Case, DatabaseSpec, SchemaSource, Suite, difficulty_bucket
 from .suite_options import read_policy, read_suite_options
-from .yaml_lines import LineMapping, read_yaml
+from .yaml_lines import LineMapping, item_lines_as_written, read_yaml
 
 SUITE_KEYS = (
     "suite", "description", "database", "databases", "schema", "dialect", "execution", "exact_match",
@@ -62,9 +62,11 @@ def load_suite(path: str | Path, profiles: Mapping[str, ComparisonOptions] | Non
                         fix="start the file with keys such as `database:` and `cases:`")
     check_keys(ctx, data, SUITE_KEYS, "suite", (CASE_KEYS, "a key of a case",
                                                  "put it in a case under `cases:` (`- id: ...` then `gold: ...`)"))
+    data = _without_nulls(data, ("cases", "pass_if", "model", "prompt", "schema_format", "sample_rows", "history",
+                                 "examples", "extract"))  # an empty `pass_if:` (the rule of every case) is an error
     lines = data.key_lines
 
-    name = _text_value(ctx, data, "suite") or _stem(path)
+    name = (_text_value(ctx, data, "suite") or "").strip() or _stem(path)  # trimmed as ids (`<suite>::<id>`) are
     suite_dbs = suite_databases(ctx, data)
     suite_schema = schema_source(ctx, data.get("schema"), lines.get("schema")) if "schema" in data else None
     options = read_suite_options(ctx, data, profiles)
@@ -101,6 +103,24 @@ def _with_connect_timeout(cases: list[Case], seconds: float) -> list[Case]:
             for case in cases]
 
 
+#: Keys of a case or turn whose `null` is not "left out": `id:` and `gold:` are required (their own messages say
+#: so), `predicted: null` records that the model gave no answer, an `interaction:` with nothing under it is an
+#: interaction without turns (not a case without `gold:`).
+_NULL_KEPT = ("id", "gold", "predicted", "interaction")
+
+
+def _without_nulls(mapping: LineMapping, kept: tuple[str, ...] = _NULL_KEPT) -> LineMapping:
+    """``mapping`` without its optional keys written as YAML `null` (`~`, or nothing after the colon): an optional
+    key set to null is the key left out (a template's `difficulty: ~`, `policy:`), as `dialect: null` and
+    `tags: null` always were, never "both `database:` and `databases:`" or "unknown difficulty classifier None"."""
+    if all(value is not None or key in kept for key, value in mapping.items()):
+        return mapping
+    trimmed = LineMapping((key, value) for key, value in mapping.items() if value is not None or key in kept)
+    trimmed.line, trimmed.key_lines = mapping.line, mapping.key_lines
+    trimmed.merged_keys, trimmed.id_text = mapping.merged_keys, mapping.id_text
+    return trimmed
+
+
 def _stem(path: Path) -> str:
     name = path.name
     for suffix in (".sqleval.yaml", ".sqleval.yml", ".yaml", ".yml"):
@@ -119,6 +139,7 @@ def _cases(ctx: LoadContext, data: LineMapping, suite_dbs: tuple[DatabaseSpec, .
     if not isinstance(raw, list) or not raw:
         raise ctx.error("`cases:` must be a non-empty list", line, fix="write each case as `- id: ...` under `cases:`")
     seen: dict[str, int] = {}
+    seen_at: dict[str, int] = {}  # id -> its case's position in `cases:`
     composed: dict[str, tuple[str, int]] = {}  # NFC form -> (id as written, line)
     cases: list[Case] = []
     for position, entry in enumerate(raw):
@@ -129,9 +150,17 @@ def _cases(ctx: LoadContext, data: LineMapping, suite_dbs: tuple[DatabaseSpec, .
         check_keys(ctx, entry, CASE_KEYS, f"case #{position + 1}",
                    (SUITE_KEYS, "a key of the suite, for every case of the file",
                     "move it to the top level of the file; cases that need another value go in a suite file of their own"))
+        entry = _without_nulls(entry)
         case_id = _case_id(ctx, entry, position)
         merged = "id" in getattr(entry, "merged_keys", ())  # `- <<: *base` with no `id:` of its own
         id_line = entry.line if merged else entry.key_lines["id"]
+        if case_id in seen and raw[position] is raw[seen_at[case_id]]:  # `- *case`: the anchored case again
+            written = item_lines_as_written(ctx.path, "cases")
+            alias_line = written[position] if len(written) == len(raw) else entry_line
+            raise ctx.error(f"duplicate case id {case_id!r} (first on line {seen[case_id]}): case #{position + 1}, "
+                            f"on line {alias_line}, is a YAML alias of that case (`- *anchor` repeats the whole case)",
+                            alias_line, fix="to reuse its keys in another case, merge them and give it its own id: "
+                                            "`- <<: *anchor` then `id: another-id`")
         if case_id in seen:
             raise ctx.error(f"duplicate case id {case_id!r} (first on line {seen[case_id]})"
                             + ("; this case's `id:` comes from its `<<:` merge key" if merged else ""), id_line,
@@ -146,6 +175,7 @@ def _cases(ctx: LoadContext, data: LineMapping, suite_dbs: tuple[DatabaseSpec, .
                             fix="rename one of them (or write both alike: an editor's NFC normalisation would make "
                                 "them the same id)")
         seen[case_id] = id_line
+        seen_at[case_id] = position
         composed[key] = (case_id, id_line)
         cases.extend(_expand_case(ctx, entry, case_id, len(cases), suite_dbs, suite_schema))
     return cases
@@ -233,6 +263,7 @@ def _turns(ctx: LoadContext, entry: LineMapping, case_id: str, first_index: int,
         check_keys(ctx, turn, TURN_KEYS, f"turn {number} of interaction {case_id!r}",
                    (CASE_KEYS, "a key of the case that holds the interaction, for all its turns",
                     "move it up beside `interaction:`"))
+        turn = _without_nulls(turn)
         where = f"{case_id}/{number}"
         turn_common = dict(common)
         if "policy" in turn:

@@ -1,7 +1,8 @@
 """Predictions from a JSON Lines file, matched to cases by id and never by position.
 
 Each line is ``{"id": "<case id>", "sql": "..."}``; a turn of an interaction is
-addressed as ``<interaction id>/<turn>``. ``"sql": null`` records that the model
+addressed as ``<interaction id>/<turn>``; ids are read without the white space around them, as the suite
+loader reads a case's ``id:``. ``"sql": null`` records that the model
 produced nothing (the case misses with reason ``no_prediction``). Blank lines
 are allowed. Bytes that are not UTF-8 (and lone surrogates such as a JSON
 ``"\ud800"``) are kept in ``sql`` as surrogates, so the guard scores the
@@ -56,6 +57,8 @@ class Prediction:
     line: int
     #: Any other keys of the line (raw_output, model, tokens, ...): kept in the case record as `prediction_extra`.
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The id as the line wrote it (``case_id`` is it without surrounding white space, as suites read `id:`).
+    written_id: str = ""
 
 
 def load_predictions(path: str | Path) -> dict[str, Prediction]:
@@ -81,9 +84,12 @@ def load_predictions(path: str | Path) -> dict[str, Prediction]:
             _refuse_multiline_json(path, raw, number)
             raise
         if prediction.case_id in predictions:
-            first = predictions[prediction.case_id].line
-            raise SuiteError(f"duplicate prediction for case {prediction.case_id!r} (first on line {first})",
-                             path=path, line=number, fix="keep one prediction per case id")
+            first = predictions[prediction.case_id]
+            written = (f" (written {first.written_id!r} on line {first.line} and {prediction.written_id!r} on line "
+                       f"{number}; ids are read without the white space around them, as the suites' `id:` values)"
+                       if first.written_id != prediction.written_id else "")
+            raise SuiteError(f"duplicate prediction for case {prediction.case_id!r} (first on line {first.line})"
+                             + written, path=path, line=number, fix="keep one prediction per case id")
         predictions[prediction.case_id] = prediction
     if not predictions:  # every case would miss with no_prediction: a broken pipeline, not a model's score of 0
         raise SuiteError("the predictions file holds no predictions (it is empty or has only blank lines)",
@@ -133,7 +139,12 @@ def _parse_line(path: Path, number: int, line: str) -> Prediction:
                          path=path, line=number,
                          fix='write one object per line: {"id": "case-id", "sql": "SELECT ..."}')
     if not isinstance(data, dict) or "id" not in data or "sql" not in data:
-        raise SuiteError("each line needs the keys \"id\" and \"sql\"", path=path, line=number,
+        found = ""
+        if isinstance(data, dict):  # `{"ID": ..., "SQL": ...}`, `{"question_id": ..., "query": ...}`: say what it has
+            keys = ", ".join(printable_text(json.dumps(str(k))) or "" for k in list(data)[:8])
+            cased = any(str(k).lower() in ("id", "sql") and k not in ("id", "sql") for k in data)
+            found = f" (it has {keys or 'no keys'}{'; the names are lower case' if cased else ''})"
+        raise SuiteError(f"each line needs the keys \"id\" and \"sql\"{found}", path=path, line=number,
                          fix='write one object per line: {"id": "case-id", "sql": "SELECT ..."}')
     case_id, sql = data["id"], data["sql"]
     if isinstance(case_id, bool) or not isinstance(case_id, (str, int)):
@@ -145,8 +156,22 @@ def _parse_line(path: Path, number: int, line: str) -> Prediction:
     if sql is not None and not isinstance(sql, str):
         raise SuiteError(f"\"sql\" must be a string or null, not {type(sql).__name__}", path=path, line=number,
                          fix='write the SQL as a JSON string, or "sql": null when the model gave none')
+    written = str(case_id)
+    case_id = _trimmed_id(written)
+    if not case_id:
+        raise SuiteError(f"\"id\" is empty{'' if not written else f' (only white space: {written!r})'}",
+                         path=path, line=number, fix='write the case id: {"id": "case-id", "sql": "SELECT ..."}')
     extra = _printable({str(k): v for k, v in data.items() if k not in ("id", "sql")})
-    return Prediction(case_id=str(case_id), sql=sql, line=number, extra=extra)
+    return Prediction(case_id=case_id, sql=sql, line=number, extra=extra, written_id=written)
+
+
+def _trimmed_id(written: str) -> str:
+    """A prediction id as the suite loader reads a case's `id:`: without the white space around it (`" q1 "` and
+    `"q1\\t"` are `q1`); in `<suite>::<id>` each side is trimmed (`"s :: q1"` is `s::q1`)."""
+    suite, sep, case_id = written.partition("::")
+    if sep and suite.strip():
+        return f"{suite.strip()}::{case_id.strip()}"
+    return written.strip()
 
 
 def unmatched_ids(predictions: dict[str, Prediction], case_ids: set[str]) -> list[str]:

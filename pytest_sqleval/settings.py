@@ -109,7 +109,7 @@ def cli_thresholds(texts: list[str] | None) -> tuple[Threshold, ...]:
         try:
             threshold = parse_assignment(text, "cli")
         except ThresholdError as exc:
-            raise SettingsError(f"argument --sqleval-threshold: {exc}") from None
+            raise SettingsError(f"argument --sqleval-threshold: {exc.described()}") from None
         thresholds.pop(threshold.metric, None)  # the last one wins: the command line after `addopts`
         thresholds[threshold.metric] = threshold
     return tuple(thresholds.values())
@@ -177,7 +177,7 @@ def resolve_settings(config) -> Settings:
             ini_thresholds.append(parse_assignment(line, "ini"))
         except ThresholdError as exc:
             several = " (write one METRIC=VALUE per line)" if line.count("=") > 1 else ""
-            raise SettingsError(f"ini option sqleval_thresholds: {exc}{several}") from None
+            raise SettingsError(f"ini option sqleval_thresholds: {exc.described()}{several}") from None
     return Settings(
         enabled=enabled,
         strict=bool(option.sqleval_strict) or _ini_bool(ini("sqleval_strict"), "sqleval_strict"),
@@ -187,7 +187,7 @@ def resolve_settings(config) -> Settings:
         predictions_from_cli=bool(predictions_cli),
         json_path=Path(json_path) if json_path else None,
         diff=bool(option.sqleval_diff) or _ini_bool(ini("sqleval_diff"), "sqleval_diff"),
-        database_url=option.sqleval_database_url or ini("sqleval_database_url"),
+        database_url=_database_url(option.sqleval_database_url, ini("sqleval_database_url")),
         check_gold=bool(option.sqleval_check_gold),
         gold_size=option.sqleval_gold_size or _ini_number(ini("sqleval_gold_size"), "sqleval_gold_size", positive_int) or 1000,
         cli_thresholds=cli_thresholds(option.sqleval_threshold),
@@ -215,6 +215,20 @@ def _cli_path(value, option: str, what: str):
         raise SettingsError(f"argument {option}: expected {what}, not an empty path {value!r} "
                             "(is the variable that should hold it set?)")
     return value
+
+
+def _database_url(cli, ini_value) -> str | None:
+    """``--sqleval-database-url``, else the ini's ``sqleval_database_url``. An explicit empty URL on the command line
+    (``--sqleval-database-url "$UNSET"``) is an error: read as the option left out, the suites would silently run on
+    their own engines. An empty (or blank) ini value is the option unset, as for every ini option."""
+    if cli is not None:
+        if not str(cli).strip():
+            raise SettingsError(f"argument --sqleval-database-url: empty URL {cli!r}; drop the option or give a "
+                                "SQLAlchemy URL like sqlite:///path.db (is the variable that should hold it set?)")
+        return str(cli).strip()
+    if ini_value is None or not str(ini_value).strip():
+        return None
+    return str(ini_value).strip()
 
 
 def _ini_path(config, value):

@@ -72,7 +72,7 @@ def _predictions_file(ctx: LoadContext, data: LineMapping):
     if not value.strip():
         raise ctx.error("`predictions:` is empty", line,
                         fix="write e.g. `predictions: preds.jsonl` (relative to the suite file), or leave the key out")
-    path = ctx.resolve(value)
+    path = ctx.resolve(value.strip())  # `" preds.jsonl"`: without the white space around it, as `database:` paths
     if path.is_dir():
         raise ctx.error(f"the predictions path is a directory, not a file: {path}", line,
                         fix="name the JSON Lines file inside it, e.g. `predictions: preds/model.jsonl`")
@@ -211,8 +211,9 @@ def _thresholds(ctx: LoadContext, value: Any, line: int | None) -> dict[str, flo
             thresholds[str(metric)] = make_threshold(str(metric), bound, "suite").value
         except ThresholdError as exc:
             raise ctx.error(str(exc), metric_line,
-                            fix="write `metric: number`, e.g. `execution_accuracy: 0.6` (a rate, from 0 to 1) or "
-                                "`error_count: 5` (a count); the metrics are in the README's Metrics table") from None
+                            fix=exc.fix or "write `metric: number`, e.g. `execution_accuracy: 0.6` (a rate, from 0 "
+                                           "to 1) or `error_count: 5` (a count); the metrics are in the README's "
+                                           "Metrics table") from None
         if isinstance(bound, str):  # `"0.8"`, or YAML 1.1's `8e-1`: text, as a timeout's would be refused
             raise ctx.error(f"threshold for {metric} must be a number, not the text {bound!r}", metric_line,
                             fix=_number_written_as_text(str(metric), bound))

@@ -28,7 +28,14 @@ OVERALL_PREFIX = "overall:"
 
 
 class ThresholdError(ValueError):
-    pass
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        #: What to write instead, when there is one better than the source's generic advice.
+        self.fix = fix
+
+    def described(self) -> str:
+        """The message with its fix, for sources that print one line (the command line, the ini file)."""
+        return f"{self} ({self.fix})" if self.fix else str(self)
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,14 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
                              f"is meaningless")
     if kind == "count" and value < 0:
         raise ThresholdError(f"{metric} is a count; a {bound}imum of {value:g} can never hold")
+    if kind == "count" and not value.is_integer() and _path_parts(metric)[0] != "by_gold_sql":
+        # a number of cases is whole: `error_count: 2.5` reads as a typo or a rate; by_gold_sql.<count> is a sum of
+        # per-group rates (MRO 3.2), a fraction by design
+        import math
+
+        whole = math.floor(value) if bound == "max" else math.ceil(value)
+        raise ThresholdError(f"{metric} is a count of cases, a whole number; a {bound}imum of {value:g} is not one",
+                             fix=f"write a whole number: {whole} is the same gate for {metric}")
     return Threshold(metric, bound, value, source)
 
 

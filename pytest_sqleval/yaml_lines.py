@@ -319,6 +319,41 @@ def _first_difference(a: Any, b: Any, path: tuple = ()) -> tuple | None:
     return None if same else path
 
 
+def item_lines_as_written(path: Path, key: str) -> list[int]:
+    """The line of each item of the top-level ``key:`` list as written: an item that is an alias (``- *case``) at
+    the alias's own line, where the constructed list (:class:`LineSequence`) has the anchored node's. For error
+    messages only (it parses the file again); [] when the file cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        tables = _unicode_break_tables(text)
+        events = yaml.parse(text.translate(tables[0]) if tables else text, Loader=_line_loader())
+        lines: list[int] = []
+        depth, expect_key, inside, target = 0, False, False, False
+        for event in events:
+            starts = isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.MappingStartEvent,
+                                        yaml.SequenceStartEvent))
+            if inside and depth == 2 and starts:
+                lines.append(event.start_mark.line + 1)
+            if depth == 1 and starts:  # a key or a value of the top-level mapping
+                if expect_key:
+                    inside = False
+                    target = isinstance(event, yaml.ScalarEvent) and event.value == key
+                else:
+                    inside = target and isinstance(event, yaml.SequenceStartEvent)
+                expect_key = not expect_key
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth == 1:
+                    expect_key, target = True, False
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+                if depth == 1:
+                    inside = False
+        return lines
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return []
+
+
 def _check_alias_expansion(root: yaml.Node) -> None:
     """Refuse a document whose aliases expand to more than MAX_ALIAS_EXPANSION extra nodes, or refer to themselves."""
     sizes: dict[int, int] = {}
