@@ -77,6 +77,7 @@ class CaseRecord(TypedDict, total=False):
     cached: Optional[bool]
     cost: Optional[float]
     prediction_extra: dict[str, Any]
+    model_repeats: list[dict[str, Any]]  # --dist each: the case's other workers' model calls ({cached, tokens, ...})
     # kept in the process, not written to the report
     path: str
     gold_status: str

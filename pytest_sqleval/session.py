@@ -20,7 +20,8 @@ class SqlevalSession:
     def __init__(self, config: pytest.Config, state: SqlevalState) -> None:
         self.config = config
         self.state = state
-        self._seen: set[tuple] = set()
+        #: case -> (its kept record, the xdist worker that sent it)
+        self._seen: dict[tuple, tuple[dict, Any]] = {}
         #: an xdist controller: it receives every case's reports and record as fresh copies from its workers
         self._controller = _runs_xdist_workers(config)
         self._shared = SharedValues(decoded=self._controller)
@@ -136,12 +137,20 @@ class SqlevalSession:
         if record is None or not (report.when == "call" or report.failed):
             return
         key = (record["path"], record.get("index", 0), record.get("id"))
-        if key in self._seen:
+        kept = self._seen.get(key)
+        if kept is not None:
+            node = getattr(report, "node", None)
+            if report.when == "call" and node is not None and node is not kept[1]:  # --dist each: another worker's
+                from .model.usage import repeat_entry  # run of the case, whose model call cost as much as the first
+
+                entry = repeat_entry(record)
+                if entry is not None:
+                    kept[0].setdefault("model_repeats", []).append(entry)
             return
-        self._seen.add(key)
         if self._controller:  # a worker's record, decoded by execnet: every key and label a string of its own
             record = report.sqleval_record = self._shared.record(record)
         self._shared.compact(record)  # serial: the item and the report hold this very dict, changed in place
+        self._seen[key] = (record, getattr(report, "node", None))
         self.state.records.append(record)
 
     def _crashed_record(self, report: pytest.TestReport) -> dict[str, Any] | None:

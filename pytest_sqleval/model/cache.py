@@ -5,6 +5,8 @@ under ``.sqleval_cache/`` in the rootdir (``--sqleval-cache DIR``), as ``<key[:2
 temporary file in the same directory and are moved into place with ``os.replace``, which is atomic: xdist
 workers (or two CI jobs sharing a directory) writing the same key at once leave one whole file. Errors are
 never cached. Each file holds its key, checked on read: a file copied under another key's name is not cached.
+In ``use`` mode a request is asked under a lock on its key (:meth:`ResponseCache.claim`), so processes asking the
+same request at once (every xdist worker under ``--dist each``) make one call and the others read its answer.
 
 Modes (``--sqleval-cache-mode``): ``use`` (read, then write what was missing; the default), ``refresh`` (call
 again and overwrite), ``off`` (neither read nor write), ``only`` (read only: a request that is not cached fails
@@ -17,8 +19,9 @@ import hashlib
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 CACHE_MODES = ("use", "refresh", "off", "only")
 DEFAULT_CACHE_DIR = ".sqleval_cache"
@@ -73,6 +76,26 @@ class ResponseCache:
         except ValueError as exc:
             return f"not valid JSON: {exc}"
 
+    @contextmanager
+    def claim(self, key: str) -> Iterator[None]:
+        """In ``use`` mode, hold ``key``'s lock (``fcntl.flock`` on ``<key[:2]>/.<key>.lock``, removed when released)
+        while the request is asked: another process or thread asking the same request meanwhile (each xdist worker
+        under ``--dist each``, which runs every case; equal questions on two workers; two CI jobs on one directory)
+        waits, then reads the answer from the cache instead of paying for the same call again. Without ``fcntl``, or
+        where the lock cannot be made (a read-only directory), the request is asked unlocked."""
+        handle = None
+        if self.mode == "use":
+            handle = _lock(self.path(key).with_name(f".{key}.lock"))
+        try:
+            yield
+        finally:
+            if handle is not None:
+                try:
+                    os.unlink(handle.name)  # under the lock: a waiter that then locks the unlinked file tries again
+                except OSError:
+                    pass
+                handle.close()  # releases the lock
+
     def put(self, key: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
         if not self.writes:
             return
@@ -92,6 +115,30 @@ class ResponseCache:
             except OSError:
                 pass
             raise
+
+
+def _lock(path: Path):
+    """An open file holding an exclusive ``flock`` on ``path`` (the file still at ``path``), or None."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            handle = open(path, "a")  # noqa: SIM115 - closed by claim()
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+                if os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino:
+                    return handle
+            except FileNotFoundError:  # removed by the holder just before this process locked it
+                pass
+            except BaseException:
+                handle.close()
+                raise
+            handle.close()
+    except OSError:
+        return None
 
 
 def json_text(value: Any, **options: Any) -> str:

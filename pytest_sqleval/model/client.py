@@ -8,6 +8,7 @@ llama.cpp server, LM Studio, hosted APIs.
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 import threading
@@ -31,6 +32,7 @@ class ModelCallError(Exception):
         self.fatal = fatal
         self.status = status
         self.called = called  # False: no request was sent (not cached under --sqleval-cache-mode only, no SDK)
+        self.latency_s: float | None = None  # how long the failed request (with its retries) took, when one was sent
 
 
 @dataclass(frozen=True)
@@ -82,10 +84,18 @@ class ChatClient:
         )
 
     def complete(self, messages: Sequence[Mapping[str, Any]], parameters: Mapping[str, Any]) -> Completion:
+        started = time.perf_counter()
+        try:
+            return self._complete(messages, parameters, started)
+        except ModelCallError as exc:  # the failed request's own time (not the SDK's import by the first call)
+            exc.latency_s = time.perf_counter() - started
+            raise
+
+    def _complete(self, messages: Sequence[Mapping[str, Any]], parameters: Mapping[str, Any],
+                  started: float) -> Completion:
         openai = self._openai
         known = {k: v for k, v in parameters.items() if k in ("temperature", "max_tokens", "seed", "top_p", "stop")}
         extra = {k: v for k, v in parameters.items() if k not in known}
-        started = time.perf_counter()
         try:
             response = self.client.chat.completions.create(
                 model=self.config.name, messages=list(messages), **known, **({"extra_body": extra} if extra else {}))
@@ -113,6 +123,10 @@ class ChatClient:
                                  status=exc.status_code) from None
         except openai.APIConnectionError as exc:
             raise ModelCallError(f"cannot reach {self.config.endpoint}: {exc.__cause__ or exc}") from None
+        except UnicodeDecodeError as exc:  # bytes that are not UTF-8, and no charset said what they are
+            raise ModelCallError(f"the endpoint's answer is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+                                 f"position {exc.start}): JSON is sent as UTF-8, or the Content-Type names its "
+                                 "charset") from None
         except ValueError as exc:  # a body that is not JSON
             raise ModelCallError(f"the endpoint's answer is not valid JSON: {exc}") from None
         except openai.OpenAIError as exc:
@@ -181,14 +195,19 @@ def _deadline_client(openai, seconds: float):
     started = threading.local()
 
     class DeadlineStream(httpx.SyncByteStream):
-        def __init__(self, inner, request, deadline: float) -> None:
+        def __init__(self, inner, request, deadline: float, charset: str | None = None) -> None:
             self.inner, self.request, self.deadline = inner, request, deadline
+            # a body in the charset its Content-Type names (`application/json; charset=iso-8859-1`), as UTF-8: the SDK
+            # reads JSON bytes as UTF-8 whatever the header says
+            self.decoder = codecs.getincrementaldecoder(charset)("replace") if charset else None
 
         def __iter__(self):
             for chunk in self.inner:
                 if time.monotonic() > self.deadline:
                     raise httpx.ReadTimeout(f"no whole answer within {seconds} s", request=self.request)
-                yield chunk
+                yield self.decoder.decode(chunk).encode("utf-8") if self.decoder is not None else chunk
+            if self.decoder is not None:
+                yield self.decoder.decode(b"", final=True).encode("utf-8")
 
         def close(self) -> None:
             self.inner.close()
@@ -197,10 +216,39 @@ def _deadline_client(openai, seconds: float):
         started.at = time.monotonic()
 
     def on_response(response) -> None:
+        charset = _other_charset(response.headers.get("content-type"))
         response.stream = DeadlineStream(response.stream, response.request,
-                                         getattr(started, "at", time.monotonic()) + seconds)
+                                         getattr(started, "at", time.monotonic()) + seconds, charset)
+        if charset is not None:  # the body is UTF-8 now: so says its header (an error body is read as text)
+            response.headers["content-type"] = _content_type(response.headers["content-type"], "utf-8")
 
     return factory(event_hooks={"request": [on_request], "response": [on_response]})
+
+
+def _content_type(value: str, charset: str | None = None):
+    """The Content-Type header ``value`` parsed; with ``charset``: its text with that charset instead."""
+    from email.message import Message
+
+    header = Message()
+    header["content-type"] = value
+    if charset is None:
+        return header
+    header.set_param("charset", charset)
+    return header["content-type"]
+
+
+def _other_charset(content_type: str | None) -> str | None:
+    """The charset a Content-Type names when it is not UTF-8 (which the SDK reads anyway) and Python knows it."""
+    if not content_type:
+        return None
+    charset = _content_type(content_type).get_param("charset")
+    if not isinstance(charset, str):
+        return None
+    try:
+        name = codecs.lookup(charset.strip()).name
+    except LookupError:
+        return None
+    return None if name in ("utf-8", "ascii") else name
 
 
 def _no_message(response) -> str:
@@ -212,6 +260,9 @@ def _no_message(response) -> str:
         return f"the endpoint answered with an error: {mask_secrets(str(error['message']))[:300]}"
     if isinstance(error, str) and error.strip():
         return f"the endpoint answered with an error: {mask_secrets(error)[:300]}"
+    if isinstance(response, str) and response.lstrip().startswith(("data:", "event:")):
+        return ("the endpoint streamed its answer (server-sent events) though the request asked for no stream; fix: "
+                "turn forced streaming off on the server or proxy")
     return f"the endpoint's answer has no message: {mask_secrets(str(response))[:200]}"
 
 

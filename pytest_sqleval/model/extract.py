@@ -3,7 +3,8 @@
 Modes (suite key ``extract:``):
 
 - ``auto`` (default): the last fenced code block (```` ```sql ... ``` ````; an unclosed final fence counts);
-  else a leading label (``SQL:``, ``Query:``, ``Answer:``) removed; else leading prose lines removed up to the
+  else the SQL section of an answer in labelled sections (LangChain's ``SQLQuery: ...``/``SQLResult: ...``/
+  ``Answer: ...``: see ``_labelled_section``); else a leading label (``SQL:``, ``Query:``, ``Answer:``) removed; else leading prose lines removed up to the
   first line that starts a SQL statement (and trailing prose after a blank line dropped); else the text.
   A leading ``<think>...</think>`` block (a reasoning model's drafts) is skipped in ``auto`` and ``fenced``.
   An answer that would have no SQL is read once more (steps ``json`` and ``inline``): a JSON object's ``sql``
@@ -51,6 +52,15 @@ _INTRO_LABEL = re.compile(r"\A[A-Za-z]+:(?!:)")
 #: ``SQL:``, ``Final answer:``; also in Markdown bold (``**SQL:**``, ``**SQL**:``, ``__Answer:__``), as chat models write it.
 _LABEL = re.compile(r"\A\s*(?:\*\*|__)?(?:sql(?:\s+query)?|query|answer|final\s+answer)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*",
                     re.IGNORECASE)
+#: A section label opening a line of the answer (``SQLQuery:``, ``**SQL:**``, ``### Answer:``): what follows it, up to
+#: the next such label, is that section (LangChain's SQL chains answer ``SQLQuery: ...``/``SQLResult: ...``/``Answer: ...``).
+_SECTION = re.compile(r"^[ \t]*(?:#+[ \t]*)?(?:\*\*|__)?([A-Za-z][A-Za-z _-]{0,24}?)(?:\*\*|__)?[ \t]*:(?!:)"
+                      r"(?:[ \t]*(?:\*\*|__))?", re.MULTILINE)
+#: Section labels that hold the SQL (compared in lower case, without spaces, ``_`` or ``-``).
+SQL_SECTIONS = ("sqlquery", "sql", "query")
+#: Section labels that end the SQL's section: what the answer holds besides its SQL.
+OTHER_SECTIONS = ("sqlresult", "queryresult", "result", "results", "answer", "finalanswer", "question", "explanation",
+                  "output", "observation", "thought", "reasoning", "note")
 PREVIEW = 80
 
 
@@ -92,6 +102,9 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     if mode == "fenced":
         return Extraction(None, mode, "none", "no_sql", f"no fenced code block in the model's answer: {preview(text)}")
     stripped = text.strip()
+    sectioned = _labelled_section(stripped)  # LangChain's "SQLQuery: ...\nSQLResult: ...\nAnswer: ..."
+    if sectioned is not None:
+        return _checked(sectioned, text, mode, "label")
     label = _LABEL.match(stripped)
     if label:
         return _checked(_trailing_prose_removed(stripped[label.end():].strip()), text, mode, "label")
@@ -111,6 +124,101 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     if introduced:
         return _no_sql(text, mode, "text")
     return _checked(stripped, text, mode, "text")
+
+
+def _labelled_section(text: str) -> str | None:
+    """The SQL of an answer in labelled sections: the text after a ``SQLQuery:`` (also ``SQL:``, ``Query:``; when none
+    of them holds SQL, ``Answer:``) label opening a line, up to the next known label opening a line (``SQLResult:``,
+    ``Answer:``, ``Question:``, ...) or the end. Only when such a section holds something that starts like SQL and
+    another known section is in the answer (a lone ``SQL: ...`` is the label step's), and only when that is
+    unambiguous: sections that sqlglot parses as queries win over those it parses otherwise, and those over sections
+    that only start like SQL; then the first under
+    LangChain's ``SQLQuery:`` (its chain stops there; a model that goes on writes the next question's turn), else
+    the one such section (several that differ: None). A label line inside the SQL (in a string literal that spans
+    lines) does not end it (see :func:`_section`)."""
+    from ..sql.limits import MAX_SQL_CHARS
+
+    if len(text) > MAX_SQL_CHARS:  # too long to score whatever it holds: no section is read
+        return None
+    labels = [(m, re.sub(r"[\s_-]", "", m.group(1)).lower()) for m in _SECTION.finditer(text)]
+    labels = [(m, name) for m, name in labels if name in SQL_SECTIONS or name in OTHER_SECTIONS]
+    if len(labels) < 2:
+        return None
+    for holding in (SQL_SECTIONS, ("answer", "finalanswer")):
+        found = []
+        for number, (match, name) in enumerate(labels):
+            if name in holding and len(found) < _MAX_SECTIONS:
+                section = _section(text, match.end(), [m.start() for m, _ in labels[number + 1:]])
+                if section is not None:
+                    found.append((name, *section))
+        if found:
+            break
+    else:
+        return None
+    best = max(rank for _, _, rank in found)  # "Query: list shops" (prose; `list AS shops` to sqlglot), "SQL: SELECT ..."
+    found = [f for f in found if f[2] == best]
+    if found[0][0] == "sqlquery" or len({sql for _, sql, _ in found}) == 1:
+        return found[0][1]
+    return None
+
+
+#: At most this many SQL sections are read, each across at most this many later labels and characters (the answer
+#: is untrusted: a model repeating itself to its token limit writes thousands of labels).
+_MAX_SECTIONS = 8
+_MAX_LABELS_INSIDE = 4
+_MAX_SECTION_CHARS = 20_000
+
+
+def _section(text: str, start: int, ends: list[int]) -> tuple[str, int] | None:
+    """The SQL section from ``start``, with its rank (2: parsed as queries, 1: parsed otherwise, 0: starts like SQL
+    only), or None when it does not start like SQL. It ends at the next label, unless sqlglot's tokenizer cannot read
+    the text before it whole (a string literal or comment left open, so the label line is inside it)."""
+    candidates = [*ends[:_MAX_LABELS_INSIDE], len(text)]
+    end = candidates[0]  # when none can be read whole: up to the next label (a syntax miss, with the SQL's text)
+    for number, candidate in enumerate(candidates):
+        if number and candidate - start > _MAX_SECTION_CHARS:
+            break
+        if _tokenizes(text[start:candidate]):
+            end = candidate
+            break
+    body = _unquoted(text[start:end].strip())
+    if not looks_like_sql(body):
+        return None
+    body = _trailing_prose_removed(body)
+    return (body, _rank(body)) if _parses(body) else (body, 0)
+
+
+def _rank(sql: str) -> int:
+    """2: sqlglot parses ``sql`` as queries; 1: as something else (``list shops`` is the expression ``list AS shops``)."""
+    from sqlglot import exp
+
+    from ..sql.limits import parse_bounded
+
+    try:
+        trees = [tree for tree in parse_bounded(sql, "") if tree is not None]
+    except Exception:  # noqa: BLE001 - sqlglot's errors, or beyond the parse limits
+        return 1
+    return 2 if trees and all(isinstance(tree, exp.Query) for tree in trees) else 1
+
+
+def _unquoted(body: str) -> str:
+    """``"SELECT ..."`` (a model quoting its SQL after the label): the query inside one pair of quotes or backticks."""
+    if len(body) > 2 and body[0] == body[-1] and body[0] in "\"'`" and body[0] not in body[1:-1]:
+        inner = body[1:-1].strip()
+        if looks_like_sql(inner) and not looks_like_sql(body):
+            return inner
+    return body
+
+
+def _tokenizes(sql: str) -> bool:
+    """Can sqlglot's tokenizer read ``sql`` whole (no string, quoted name or comment left open)?"""
+    from sqlglot.dialects.dialect import Dialect
+
+    try:
+        Dialect.get_or_raise("").tokenize(sql)
+    except Exception:  # noqa: BLE001 - sqlglot's TokenError
+        return False
+    return True
 
 
 def last_fenced_block(text: str) -> str | None:
@@ -201,7 +309,8 @@ def _no_sql(raw: str, mode: str, step: str) -> Extraction:
 
 
 def _json_sql(text: str) -> str | None:
-    """``{"sql": "SELECT ..."}`` (also ``query``/``sql_query``, any case), alone, after prose or in a fenced block."""
+    """``{"sql": "SELECT ..."}`` (also ``query``/``sql_query``, any case), alone, after prose or in a fenced block;
+    also in an object inside it (``{"answer": {"sql": ...}}``, two levels down at most), the outer object's first."""
     import json
 
     bodies = [m.group(3) for m in _FENCE.finditer(text)][::-1]
@@ -211,12 +320,15 @@ def _json_sql(text: str) -> str | None:
     for body in bodies:
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(data, dict):
-            for key, value in data.items():
-                if str(key).lower() in JSON_SQL_KEYS and isinstance(value, str) and looks_like_sql(value.strip()):
-                    return value.strip()
+        objects = [data] if isinstance(data, dict) else []
+        for _ in range(3):  # the top level first, then objects inside it: {"answer": {"sql": ...}}
+            for item in objects:
+                for key, value in item.items():
+                    if str(key).lower() in JSON_SQL_KEYS and isinstance(value, str) and looks_like_sql(value.strip()):
+                        return value.strip()
+            objects = [v for item in objects for v in item.values() if isinstance(v, dict)]
     return None
 
 
@@ -254,15 +366,19 @@ def looks_like_sql(text: str) -> bool:
 
 
 def _first_token_type(text: str) -> str | None:
+    """The type of ``text``'s first token. Its first line decides when sqlglot reads a token in it (the first token
+    of the whole text is the same): tokenizing the whole text for one token, for each line of a long answer, took
+    minutes on a model's degenerate repetition. Else the whole text decides (a string or comment opened on the first
+    line, a first line that is a comment), and when the whole cannot be read, nothing does."""
     from sqlglot.dialects.dialect import Dialect
 
     dialect = Dialect.get_or_raise("")
-    for candidate in (text, text.split("\n", 1)[0]):
+    head = text.lstrip().split("\n", 1)[0]
+    for candidate in (head, text):
         try:
             tokens = dialect.tokenize(candidate)
         except Exception:  # noqa: BLE001 - unbalanced quotes in prose, unknown characters, ...
             continue
-        if not tokens:
-            return None
-        return tokens[0].token_type.name
+        if tokens:
+            return tokens[0].token_type.name
     return None

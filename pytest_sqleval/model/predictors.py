@@ -108,6 +108,11 @@ class BuiltinPredictor:
         key = cache_key(config.endpoint, config.name, messages, parameters)
         started = time.perf_counter()
         hit = self.cache.get(key)
+        if hit is None and self.cache.mode == "use":
+            with self.cache.claim(key):  # one call per request at once, across threads and xdist workers
+                hit = self.cache.get(key)  # answered by another process (or thread) while this one waited
+                if hit is None:
+                    return self._ask(config, key, messages, parameters)
         if hit is not None:  # the tokens and latency of the call that filled the cache: a replay is reproducible
             latency = hit.get("latency_s")
             if isinstance(latency, bool) or not isinstance(latency, (int, float)):
@@ -123,6 +128,11 @@ class BuiltinPredictor:
                                      "the file, or run once with --sqleval-cache-mode refresh", called=False)
             raise ModelCallError(f"not in the cache (--sqleval-cache-mode only; key {key[:16]}... under {self.cache.directory})",
                                  called=False)
+        return self._ask(config, key, messages, parameters)
+
+    def _ask(self, config: ModelConfig, key: str, messages: list[dict[str, Any]],
+             parameters: Mapping[str, Any]) -> dict[str, Any]:
+        """Call the endpoint and keep its answer in the cache."""
         completion = client_for(config).complete(messages, parameters)
         response = {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
                     "completion_tokens": completion.completion_tokens, "latency_s": round(completion.latency_s, 6)}
@@ -147,9 +157,10 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
     try:
         answer = predict(case)
     except ModelCallError as exc:
+        latency = exc.latency_s if exc.latency_s is not None else time.perf_counter() - started
         return PredictionResult(None, "model", error_kind="model_error", error_message=exc.message, fatal=exc.fatal,
                                 model=label, cached=False if exc.called else None,
-                                latency_s=round(time.perf_counter() - started, 6) if exc.called else None)
+                                latency_s=round(latency, 6) if exc.called else None)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code (sys.exit too): this case's model_error
         text = _first_line(exc)
         return PredictionResult(None, "model", error_kind="model_error", model=label, cached=False,

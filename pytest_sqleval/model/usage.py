@@ -4,6 +4,7 @@ Per case the record has ``latency_s``, ``tokens`` ``{prompt, completion}``, ``ca
 
 - ``calls``: cases whose predictor was called in this run (not answered from the cache);
 - ``cache_hits``: cases answered from the response cache;
+  (under ``--dist each`` every worker predicts every case: each worker's answer counts, as a call or a cache hit)
 - ``errors``: cases whose call failed (``model_error``);
 - ``tokens``: prompt and completion tokens of this run's calls (cache hits spent none), and ``cached_prompt``,
   of the prompt tokens those the endpoint served from its prompt cache, when some call reported it;
@@ -33,14 +34,27 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[rank - 1]
 
 
+def repeat_entry(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What another xdist worker's run of a case already recorded cost (``--dist each``: every worker predicts every
+    case, and the controller keeps the first record): kept in that record's ``model_repeats`` so no call is lost."""
+    if record.get("prediction_source") != "model":
+        return None
+    entry = {key: record.get(key) for key in ("cached", "tokens", "latency_s", "cost")}
+    if (record.get("error") or {}).get("kind") == "model_error":
+        entry["error"] = {"kind": "model_error"}
+    return entry
+
+
 def usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The suite's model usage, or None when no case asked a model."""
+    """The suite's model usage, or None when no case asked a model. A case's ``model_repeats`` (its other runs under
+    ``--dist each``) count as calls and cache hits of their own."""
     cases = model_records(records)
     if not cases:
         return None
-    called = [r for r in cases if r.get("cached") is False]
+    runs = [*cases, *(r for case in cases for r in (case.get("model_repeats") or ()) if isinstance(r, Mapping))]
+    called = [r for r in runs if r.get("cached") is False]
     latencies = [float(r["latency_s"]) for r in called if isinstance(r.get("latency_s"), (int, float))]
-    costs = [r["cost"] for r in cases if isinstance(r.get("cost"), (int, float))]
+    costs = [r["cost"] for r in runs if isinstance(r.get("cost"), (int, float))]
     names = sorted({str(r.get("model")) for r in cases if r.get("model")})
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     uncounted = sum(1 for r in called if (r.get("error") or {}).get("kind") != "model_error"
@@ -49,7 +63,7 @@ def usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
         "model": names[0] if len(names) == 1 else names,
         "cases": len(cases),
         "calls": len(called),
-        "cache_hits": sum(1 for r in cases if r.get("cached") is True),
+        "cache_hits": sum(1 for r in runs if r.get("cached") is True),
         "errors": sum(1 for r in cases if (r.get("error") or {}).get("kind") == "model_error"),
         "tokens": {"prompt": sum(_tokens(r, "prompt") for r in called),
                    "completion": sum(_tokens(r, "completion") for r in called)},
