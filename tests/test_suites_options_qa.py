@@ -241,7 +241,11 @@ def test_white_space_around_a_database_url_a_predictions_path_and_a_suite_name_i
 
 
 @pytest.mark.parametrize("option", ["--sqleval-baseline", "--sqleval-max-regressed", "--sqleval-alpha",
-                                    "--sqleval-shard", "--sqleval-markdown", "--sqleval-html"])
+                                    "--sqleval-shard", "--sqleval-markdown", "--sqleval-html",
+                                    # issue 9: `--sqleval-predictor "$PREDICTOR"` unset scored the suites' own
+                                    # predictions instead of the model's
+                                    "--sqleval-predictor", "--sqleval-save-predictions", "--sqleval-model",
+                                    "--sqleval-model-url", "--sqleval-prompt", "--sqleval-cache"])
 def test_an_empty_deploy_gate_or_report_option_is_a_usage_error_not_the_option_left_out(pytester, option):
     """Issue 10: `--sqleval-baseline "$BASELINE"` with the variable unset ran no baseline gate at all."""
     _project(pytester)
