@@ -133,7 +133,9 @@ def plain_test_engine(request: pytest.FixtureRequest, factory):
 
     try:
         spec = _spec(database, setup, origin)
-        return factory.engine(spec)
+        from .execution.engines import factory_engine
+
+        return factory_engine(factory, spec)
     except DatabaseError as exc:
         problem = str(exc) + _relative_url_hint(database)
     from .secrets import mask_url

@@ -84,6 +84,22 @@ def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
     return DatabaseSpec(url=file_url(scheme, path), setup=scripts, source=text)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """Before a test that is no case of a suite (and at the end), close the connections to DuckDB files, here and in
+    the query process: DuckDB lets one process write a file or several read it, so the read-only handles the suites'
+    cases keep open would stop that test from opening the file read-write. Cases in a row keep theirs."""
+    try:
+        return (yield)
+    finally:
+        if getattr(nextitem, "case", None) is None:
+            import sys
+
+            engines = sys.modules.get("pytest_sqleval.execution.engines")  # nothing to release if never imported
+            if engines is not None:
+                engines.release_file_handles("duckdb")
+
+
 @pytest.fixture
 def sqleval_case(request: pytest.FixtureRequest):
     """The case (or interaction turn) of the current suite item."""
@@ -106,7 +122,9 @@ def sqleval_engine(request: pytest.FixtureRequest, sqleval_engine_factory):
         return plain_test_engine(request, sqleval_engine_factory)
     if case.database is None:
         return None
-    return sqleval_engine_factory.engine(case.database)
+    from .execution.engines import factory_engine
+
+    return factory_engine(sqleval_engine_factory, case.database)
 
 
 @pytest.fixture

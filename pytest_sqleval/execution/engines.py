@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -45,6 +46,21 @@ class EngineFactory:
     #: (URL, digest of the scripts) -> the URL of the database built from them: suites whose scripts have the same
     #: bytes (copies in two folders) share one build instead of rebuilding (on a server: dropping) it
     _built: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _factories[id(self)] = self
+
+    def release_files(self, backend: str = "duckdb") -> None:
+        """Close the open connections of this factory's engines of ``backend`` and the query process's, keeping
+        the engines (their next use reconnects). A DuckDB file open read-only in any connection of a process can
+        be opened read-write by no one meanwhile (DuckDB allows one writing process or many reading ones): the
+        plugin calls this when a test that is no case of a suite comes next, so that test may write the file."""
+        for engine in list(self._engines.values()):
+            try:
+                if backend_for(engine).name == backend:
+                    engine.dispose()
+            except Exception:  # noqa: BLE001 - best effort: a connection that fails to close was closed already
+                pass
 
     def engine(self, spec: DatabaseSpec):
         """The read-only engine for ``spec`` (built from its setup scripts the first time)."""
@@ -157,6 +173,36 @@ class EngineFactory:
             )
         self._built[spec.url, digest] = built
         return built
+
+
+def factory_engine(factory, spec: DatabaseSpec):
+    """The engine ``factory`` (the ``sqleval_engine_factory`` fixture) gives for ``spec``: the plugin's takes the
+    spec itself; one a conftest.py put in its place is called as the README calls the fixture, with the database's
+    URL (a file's ``sqlite:///``/``duckdb:///`` URL) and, when it has any, ``setup=`` its scripts."""
+    engine_of = getattr(factory, "engine", None)
+    if callable(engine_of):
+        return engine_of(spec)
+    if not callable(factory):
+        raise TypeError(f"the sqleval_engine_factory fixture returned {type(factory).__name__}, not a callable: "
+                        "return a function taking a path or URL (and setup=) that returns a SQLAlchemy engine")
+    return factory(spec.url, setup=list(spec.setup)) if spec.setup else factory(spec.url)
+
+
+#: The live factories of this process (the session's, and the one the ``sqleval_engine_factory`` fixture makes
+#: without ``--sqleval``), by id: a dataclass is not hashable.
+_factories: weakref.WeakValueDictionary[int, EngineFactory] = weakref.WeakValueDictionary()
+
+
+def release_file_handles(backend: str = "duckdb") -> None:
+    """Close every open connection of this process and of its query process to databases of ``backend``: the
+    files are then free to be opened read-write (by a test's own connection); the engines reconnect when used."""
+    from . import sandbox
+
+    for factory in list(_factories.values()):
+        factory.release_files(backend)
+    running = sandbox._sandbox
+    if running is not None:
+        running.release(backend)
 
 
 def _warn(message: str) -> None:

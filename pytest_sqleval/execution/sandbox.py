@@ -138,6 +138,8 @@ class _QueryProcess:
         self.backends = backends
         self.ready = False
         self.dead = False
+        #: the backends (a target's first element) of the databases this process has been sent queries on
+        self.kinds: set[str] = set()
 
     def kill(self) -> None:
         self.dead = True
@@ -227,6 +229,25 @@ class QuerySandbox:
                 self._zygote.close()
                 self._zygote = None
 
+    def release(self, kind: str) -> None:
+        """Make the query process close its databases of backend ``kind`` (``"duckdb"``: a DuckDB file it has
+        open read-only cannot be opened read-write by anyone else meanwhile); they are reopened by the next query
+        on them. Nothing is sent when the process has run no query on such a database."""
+        with self._lock:
+            self._claim_pending({})  # an answer sent ahead and not yet read is read first (and dropped)
+            process = self._current
+            if process is None or process.dead or not process.ready or kind not in process.kinds:
+                return
+            process.kinds.discard(kind)
+            try:
+                write_message(process.writer, {"release": kind})
+                answer = _receive(process, time.monotonic() + FORK_TIMEOUT)
+            except (OSError, EOFError, TimeoutError, ValueError):
+                answer = None
+            if answer != ("released",):
+                process.kill()  # its files' locks go with it
+                self._current = None
+
     # -- one query ----------------------------------------------------------------
     def run(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
             rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
@@ -280,6 +301,8 @@ class QuerySandbox:
 
     def _send(self, request: dict[str, Any]) -> _Sent:
         process = self._ensure(request["max_memory"], request["target"][0] if request["target"] else None)
+        if request["target"]:
+            process.kinds.add(request["target"][0])
         sent = _Sent(request, process, time.monotonic() + request["timeout"] + KILL_GRACE)
         try:
             write_message(process.writer, request)

@@ -118,9 +118,18 @@ class Worker:
         for engine in engines.values():
             _dispose(engine)
 
+    def release(self, kind: str) -> None:
+        """Close the engines of targets of backend ``kind`` (their files' locks go with them)."""
+        for key in [key for key in self.engines if key[0] and key[0][0] == kind]:
+            self.versions.pop(key, None)
+            _dispose(self.engines.pop(key))
+
     def handle(self, request: dict[str, Any]) -> tuple:
         from ..errors import DatabaseError, QueryError
 
+        if "release" in request:
+            self.release(request["release"])
+            return ("released",)
         started = time.monotonic()
         try:
             return ("ok", self._run(request, started))

@@ -158,5 +158,16 @@ def target_of(engine: Any) -> Target | None:
 
 
 def read_schema(engine: Any):
-    """The :class:`~pytest_sqleval.schema.Schema` of ``engine``, read by its backend."""
+    """The :class:`~pytest_sqleval.schema.Schema` of ``engine``, read by its backend.
+
+    A server engine of the user's own (an overridden ``sqleval_engine``, ``engine=``) may have no connect timeout:
+    it is first connected within the default one, so a host that accepts and never answers is an error naming it,
+    not a run that hangs."""
+    url = getattr(engine, "url", None)
+    if _lookup(_opened_by, engine) is None and getattr(url, "host", None):
+        from .base import DEFAULT_CONNECT_TIMEOUT
+        from .connect import probe
+
+        probe(engine, url.render_as_string(hide_password=False), f"the {engine.dialect.name} database",
+              DEFAULT_CONNECT_TIMEOUT, watchdog=True, sql=None)
     return backend_for(engine).read_schema(engine)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,10 @@ DUCKDB_CONFIG = {
 }
 
 
+#: The targets derived from users' engines (:meth:`DuckDBBackend.target`), read once per engine.
+_derived_targets: weakref.WeakKeyDictionary[Any, Target] = weakref.WeakKeyDictionary()
+
+
 class DuckDBBackend(Backend):
     name = "duckdb"
     dialect = Dialect("duckdb", "duckdb")
@@ -55,7 +60,7 @@ class DuckDBBackend(Backend):
         if make_url(url).database in (None, "", ":memory:"):
             raise DatabaseError(f"{hide_password(url)} is an empty in-memory DuckDB database; use a .duckdb file, "
                                 'or `url: "duckdb://"` with setup scripts')
-        return duckdb_engine(url)
+        return duckdb_engine(url, pooled=False)  # its queries run in the query process (SQLEVAL_SANDBOX=0: here)
 
     def build(self, url: str, scripts: tuple[Path, ...], context: BuildContext) -> str:
         path = context.folder / f"sqleval-{context.digest}.duckdb"
@@ -121,7 +126,7 @@ class DuckDBBackend(Backend):
         process could not open it), and the query process's read-only one would refuse it."""
         target = None if registered_target(engine) is not None else self.target(engine)
         if target is not None:
-            own = duckdb_engine(target[1])
+            own = duckdb_engine(target[1], pooled=False)
             try:
                 return self._read_catalogue(own)
             finally:
@@ -150,15 +155,86 @@ class DuckDBBackend(Backend):
         registered = registered_target(engine)
         if registered is not None:
             return registered
+        try:
+            derived = _derived_targets.get(engine)
+        except TypeError:  # not weak-referenceable
+            derived = None
+        if derived is not None:
+            return derived
         url = engine.url
         if url.database and url.database != ":memory:":
             if ":" not in url.database and not os.path.isabs(url.database):  # the query process has its own cwd
                 url = url.set(database=os.path.abspath(url.database))
-            return ("duckdb", url.render_as_string(hide_password=False))
+            # the user's engine may write, or use more threads: the query process applies the plugin's settings
+            url = url.difference_update_query([key for key in url.query if key.lower() in _LOCKED_SETTINGS])
+            settings = {name: value for name, value in _changed_settings(engine).items() if name not in url.query}
+            if settings:
+                url = url.update_query_dict(settings)  # duckdb-engine hands a URL's query string to DuckDB's config
+            target = ("duckdb", url.render_as_string(hide_password=False))
+            try:
+                _derived_targets[engine] = target  # (not registered: read_schema tells the user's engines by that)
+            except TypeError:
+                pass
+            return target
         return None
 
     def open_target(self, target: Target, *, max_memory: int | None = None):
         return duckdb_engine(target[1], **duckdb_limits(max_memory))
+
+
+#: Settings never carried from a user's engine to the query process: ours (the hardening and the caps), and those
+#: naming this process's files, resources, extensions or logs.
+_OWN_SETTINGS = frozenset({
+    *DUCKDB_CONFIG, "memory_limit", "max_memory", "max_temp_directory_size", "async_threads", "worker_threads",
+    "external_threads", "access_mode", "custom_user_agent", "duckdb_api", "temp_directory", "home_directory",
+    "extension_directory", "secret_directory", "allowed_directories", "allowed_paths", "disabled_filesystems",
+    "allow_unsigned_extensions", "allow_community_extensions", "allow_persistent_secrets", "allow_unredacted_secrets",
+    "enable_profiling", "profiling_output", "profiling_mode", "log_query_path", "enable_logging", "logging_level",
+    "logging_mode", "logging_storage", "enabled_log_types", "disabled_log_types", "enable_progress_bar",
+    "enable_progress_bar_print", "checkpoint_threshold", "wal_autocheckpoint", "storage_compatibility_version",
+})
+
+
+def _changed_settings(engine: Any) -> dict[str, str]:
+    """The DuckDB settings a user's engine changed (its ``connect_args={"config": {...}}``, a ``creator=``, a connect
+    event's ``SET``), read from one of its connections and compared with a new connection's, less
+    :data:`_OWN_SETTINGS`. The query process reopens the database from the URL alone: with these added to it, a
+    query there computes as on the user's engine (``integer_division``, ``default_order``, ``TimeZone``, ...).
+
+    The connection is closed afterwards (the engine's idle connections with it): a handle of this process on the
+    file would keep the query process out of it. No connection: none (the query process reports why)."""
+    import duckdb
+
+    try:
+        with engine.connect() as conn:
+            theirs = dict(conn.exec_driver_sql("SELECT name, value FROM duckdb_settings()").fetchall())
+    except Exception:  # noqa: BLE001 - the query process reports why it cannot open the file
+        return {}
+    finally:
+        try:
+            engine.dispose()
+        except Exception:  # noqa: BLE001 - best effort
+            pass
+    fresh = duckdb.connect(":memory:")
+    try:
+        defaults = dict(fresh.execute("SELECT name, value FROM duckdb_settings()").fetchall())
+    finally:
+        fresh.close()
+    changed = {name: value for name, value in theirs.items()
+               if name in defaults and name not in _OWN_SETTINGS and value is not None and value != defaults[name]}
+    return {name: value for name, value in changed.items() if _settable(name, value)}
+
+
+def _settable(name: str, value: str) -> bool:
+    """Can the query process's locked-down connection take this setting? (``TimeZone`` needs the ICU extension,
+    which a user's process may autoload and the query process never does: such a setting stays behind, as it did.)"""
+    import duckdb
+
+    try:
+        duckdb.connect(":memory:", config={name: value, **DUCKDB_CONFIG}).close()
+    except duckdb.Error:
+        return False
+    return True
 
 
 #: Statement kinds DuckDB may run here (``StatementType`` names): queries; MULTI is a PIVOT statement, which DuckDB
@@ -218,14 +294,23 @@ def _has_setting(name: str) -> bool:
     return True
 
 
-def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None):
-    """A read-only DuckDB engine; ``extra_config`` adds settings (the query process's memory and thread caps)."""
+def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None, pooled: bool = True):
+    """A read-only DuckDB engine; ``extra_config`` adds settings (the query process's memory and thread caps).
+
+    ``pooled=False`` (the pytest process's engines, which only probe the file and read its schema: the queries run
+    in the query process): no connection stays open between uses, so this process holds the file only while it
+    reads it (two engines of one file with different settings, or a test opening it read-write, then meet no open
+    handle of ours)."""
     from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
 
     require_module("duckdb_engine", "duckdb")
+    url = _without_locked_settings(url)
+    message = None
     try:
         config = {**(extra_config or {}), **DUCKDB_CONFIG}  # lock_configuration last: after the caps
-        engine = create_engine(url, connect_args={"read_only": True, "config": config})
+        engine = create_engine(url, connect_args={"read_only": True, "config": config},
+                               **({} if pooled else {"poolclass": NullPool}))
         with engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1").fetchall()
     except DatabaseError:
@@ -236,8 +321,67 @@ def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None):
             hint = (" (a read-write connection holds the file, perhaps an engine of your own in this process, and "
                     "DuckDB lets no other process open it meanwhile: close or dispose of it (engine.dispose()), or "
                     "open the file read-only with sqleval_engine_factory(path))")
-        raise DatabaseError(f"cannot open DuckDB database {hide_password(url)}: {first_line(exc)}{hint}") from None
+        elif _is_sqlite_file(url):  # DuckDB would need its sqlite extension, which is off here
+            hint = " (the file is a SQLite database: name it .sqlite or .db, or write sqlite:///PATH)"
+        message = f"cannot open DuckDB database {hide_password(url)}: {first_line(exc)}{hint}"
+    if message is not None:
+        # raised outside the except block, so the error holds no traceback whose frames keep the DuckDB connection
+        # duckdb-engine opened before a setting failed (and with it the file, in a mode others then cannot open)
+        raise DatabaseError(message)
     return register_target(engine, ("duckdb", url))
+
+
+#: Settings the plugin sets itself on every DuckDB connection (the hardening, and the query process's caps), with
+#: the value a URL may repeat (None: none, the plugin's value depends on the run). duckdb-engine hands a URL's query
+#: string to DuckDB's configuration over the ``connect_args``: ``?access_mode=read_write`` made the read-only
+#: connection writable, ``?enable_external_access=true`` or ``?allowed_directories=/etc`` let predictions read files.
+_LOCKED_SETTINGS: dict[str, str | None] = {
+    **{name: str(value).lower() for name, value in DUCKDB_CONFIG.items()},
+    "access_mode": "read_only", "read_only": "true", "memory_limit": None, "max_memory": None,
+    "max_temp_directory_size": None, "async_threads": None, "allowed_directories": None, "allowed_paths": None,
+    "allow_unsigned_extensions": "false", "allow_community_extensions": None, "allow_unredacted_secrets": "false",
+}
+
+_TRUTH = {"1": "true", "on": "true", "yes": "true", "0": "false", "off": "false", "no": "false"}
+
+
+def _without_locked_settings(url: str) -> str:
+    """``url`` without the query parameters that repeat the plugin's own settings (``?access_mode=read_only``); a
+    DatabaseError naming any that would change them (a writable connection, file access, other caps or threads)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - create_engine reports a bad URL plainly
+        return url
+    if not parsed.query:
+        return url
+    same, changed = [], []
+    for key, value in parsed.query.items():
+        if key.lower() not in _LOCKED_SETTINGS:
+            continue
+        ours = _LOCKED_SETTINGS[key.lower()]
+        values = value if isinstance(value, tuple) else (value,)
+        if ours is not None and all(_TRUTH.get(str(v).strip().lower(), str(v).strip().lower()) == ours for v in values):
+            same.append(key)
+        else:
+            changed.append(f"{key}={','.join(map(str, values))}")
+    if changed:
+        raise DatabaseError(
+            f"{hide_password(url)} sets {', '.join(changed)}, which the plugin sets itself on DuckDB connections "
+            "(read-only, external access off, configuration locked, one thread, the query process's memory caps: "
+            "--sqleval-max-memory): remove it from the URL")
+    return parsed.difference_update_query(same).render_as_string(hide_password=False) if same else url
+
+
+def _is_sqlite_file(url: str) -> bool:
+    from sqlalchemy.engine import make_url
+
+    try:
+        with open(make_url(url).database or "", "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except Exception:  # noqa: BLE001 - no file to read: no hint
+        return False
 
 
 def build_duckdb(path: Path, scripts: tuple[Path, ...]) -> None:

@@ -287,20 +287,34 @@ def url_with_connection_parameters(engine: Any) -> str:
     which SQLAlchemy hands to the driver. The URL's own host, port, user and database stay as they are; a URL
     without them (an engine made with ``creator=``) takes the connection's. No connection: the URL as it is (the
     query process then reports the failure)."""
+    import threading
+
     from sqlalchemy.engine import make_url
 
     url = make_url(engine.url.render_as_string(hide_password=False))
-    try:
-        with engine.connect() as conn:
-            driver = conn.connection.driver_connection
-            info = getattr(driver, "info", None)
-            if info is not None and hasattr(info, "get_parameters"):  # psycopg 3
-                parameters, password = dict(info.get_parameters()), getattr(info, "password", None)
-            else:  # psycopg2
-                parameters, password = dict(driver.get_dsn_parameters()), None
-            conn.rollback()
-    except Exception:  # noqa: BLE001 - the query process reports why it cannot connect
+    read: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            with engine.connect() as conn:
+                driver = conn.connection.driver_connection
+                info = getattr(driver, "info", None)
+                if info is not None and hasattr(info, "get_parameters"):  # psycopg 3
+                    read["found"] = dict(info.get_parameters()), getattr(info, "password", None)
+                else:  # psycopg2
+                    read["found"] = dict(driver.get_dsn_parameters()), None
+                conn.rollback()
+        except Exception:  # noqa: BLE001 - the query process reports why it cannot connect
+            pass
+
+    # The user's engine may have no connect timeout: a host that accepts and never answers would hang the run here.
+    # Given up after the default connect timeout: the URL as it is, which the query process opens with one.
+    reader = threading.Thread(target=connect, name="sqleval-connect", daemon=True)
+    reader.start()
+    reader.join(DEFAULT_CONNECT_TIMEOUT + 1.0)
+    if "found" not in read:
         return url.render_as_string(hide_password=False)
+    parameters, password = read["found"]
     fields = {"host": parameters.get("host"), "port": parameters.get("port"), "database": parameters.get("dbname"),
               "username": parameters.get("user"), "password": password}
     url = url.set(**{name: (int(value) if name == "port" and str(value).isdigit() else value)
