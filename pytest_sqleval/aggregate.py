@@ -120,12 +120,14 @@ _QUOTES = ("'", '"', "`", "[", "$")
 @functools.lru_cache(maxsize=1 << 16)
 def gold_key(sql: str) -> str:
     """Identical gold SQL up to the white space between tokens and a trailing semicolon (``'a  b'`` and ``'a b'``
-    are two golds). The tokenizer runs only for a text with quotes whose white space is more than single spaces."""
-    if " ".join(sql.split()) != sql.strip() and any(quote in sql for quote in _QUOTES) and "--" not in sql:
-        # (a line comment ends at its line break: those golds keep the plain reading)
-        from .sql.spacing import collapse_white_space
+    are two golds, and so are ``a -- x`` + line break + ``FROM t`` and ``a -- x FROM t``: a line comment's line
+    break is kept). The tokenizer runs only for a text with quotes or a ``--`` whose white space is more than
+    single spaces."""
+    if " ".join(sql.split()) != sql.strip() and any(mark in sql for mark in _QUOTES + ("--",)):
+        from .sql.spacing import collapse_white_space, reads_dollar_quotes
 
-        return collapse_white_space(sql).rstrip(";").strip()
+        dialect = "postgres" if "$" in sql and reads_dollar_quotes(sql) else "sqlite"  # `$$a  b$$` is a literal
+        return collapse_white_space(sql, dialect, keep_line_comment_ends=True).rstrip(";").strip()
     return plain_gold_key(sql)
 
 

@@ -8,10 +8,12 @@ starts and ends; only the gaps between tokens become one space.
 from __future__ import annotations
 
 
-def collapse_white_space(sql: str, dialect: str = "sqlite") -> str:
+def collapse_white_space(sql: str, dialect: str = "sqlite", *, keep_line_comment_ends: bool = False) -> str:
     """``sql`` stripped, each run of white space between tokens (and around a ``/* comment */`` between them) one
     space; white space inside a string literal, a quoted name or a comment kept. Text the tokenizer refuses comes
-    back stripped and otherwise as written. A ``--`` comment is kept as it is (its line break ends it)."""
+    back stripped and otherwise as written. A ``--`` comment's own white space is collapsed too, and what follows
+    it joins its line (a display); with ``keep_line_comment_ends`` its line break is kept, so that ``a -- x``
+    followed by ``FROM t`` on the next line is never the text with ``FROM t`` inside the comment."""
     import sqlglot
     from sqlglot.errors import SqlglotError
 
@@ -24,10 +26,47 @@ def collapse_white_space(sql: str, dialect: str = "sqlite") -> str:
     for token in tokens:
         gap = sql[position:token.start]
         if parts and gap:
-            parts.append(" " if not gap.strip() else f" {' '.join(gap.split())} ")  # a /* comment */ between tokens
+            parts.append(" " if not gap.strip() else f" {_comments(gap, keep_line_comment_ends)} ")  # comments between tokens
         parts.append(sql[token.start:token.end + 1])
         position = token.end + 1
     rest = sql[position:].strip()
     if rest:  # a trailing /* comment */
         parts.append(f" {' '.join(rest.split())}")
     return "".join(parts) if parts else sql.strip()
+
+
+def _comments(gap: str, keep_line_comment_ends: bool) -> str:
+    """The comments of a gap between two tokens (white space and comments only), their white space collapsed; with
+    ``keep_line_comment_ends`` each ``--`` comment ends with its line break."""
+    if not keep_line_comment_ends or "--" not in gap:
+        return " ".join(gap.split())
+    pieces: list[str] = []
+    position = 0
+    while position < len(gap):
+        if gap.startswith("/*", position):
+            end = gap.find("*/", position + 2)
+            end = len(gap) if end < 0 else end + 2
+            pieces.append(" ".join(gap[position:end].split()))
+        elif gap.startswith("--", position):
+            end = gap.find("\n", position)
+            end = len(gap) if end < 0 else end
+            pieces.append(" ".join(gap[position:end].split()) + "\n")
+        else:  # white space (or anything else the tokenizer skipped) up to the next comment
+            starts = [start for start in (gap.find("--", position), gap.find("/*", position)) if start >= 0]
+            end = min(starts, default=len(gap))
+            pieces.append(" ".join(gap[position:end].split()))
+        position = end
+    return " ".join(piece for piece in pieces if piece)
+
+
+def reads_dollar_quotes(sql: str) -> bool:
+    """Whether ``sql`` holds a PostgreSQL/DuckDB dollar quote (``$$a  b$$``, ``$tag$...$tag$``), which SQLite's
+    tokenizer reads as variables (a ``$name`` parameter has no second ``$``)."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tokens = sqlglot.tokenize(sql, read="sqlite")
+    except (SqlglotError, RecursionError, ValueError):
+        return False
+    return any(token.text.startswith("$") and "$" in token.text[1:] for token in tokens)
