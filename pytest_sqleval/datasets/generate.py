@@ -625,7 +625,7 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                 schema=plain_schema, sql=item.sql, rows=preview[:600], paraphrases=paraphrases,
                 paraphrase_key=', "paraphrases": ["..."]' if options.paraphrases else ""), temperature=0.0)
             data = parse_json_answer(answer)
-            question = data.get("question") if isinstance(data, dict) else (_plain_question(answer) if data is None else None)
+            question = _question_of(data) if isinstance(data, dict) else (_plain_question(answer) if data is None else None)
             if not isinstance(question, str) or not question.strip() or len(question) > 1000:
                 report.drops.append(Drop("no_question", item.sql, "the model gave no question"))
                 continue
@@ -672,14 +672,37 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
     return report
 
 
+def _question_of(data: dict) -> Any:
+    """The answer's ``question`` (``"Question"`` as some models capitalise their JSON keys)."""
+    if "question" in data:
+        return data["question"]
+    return next((value for key, value in data.items() if isinstance(key, str) and key.strip().lower() == "question"),
+                None)
+
+
 def _plain_question(answer: str) -> str | None:
     """The question of an answer that is not JSON: the text after its last ``Question:`` label, else the answer
     if it is one line (several lines without a label are reasoning and question mixed: no question)."""
     labelled = re.findall(r"^\W*question\W*:\s*(.+)$", answer, flags=re.IGNORECASE | re.MULTILINE)
     if labelled:
-        return labelled[-1].strip().strip("*\"'").strip()
+        return _unquoted(labelled[-1])
     lines = [line for line in answer.strip().splitlines() if line.strip()]
-    return lines[0].strip() if len(lines) == 1 else None
+    return _unquoted(lines[0]) if len(lines) == 1 else None
+
+
+#: Quotation marks a model puts around a one-line answer, in several languages.
+QUOTES = (('"', '"'), ("'", "'"), ("\u201c", "\u201d"), ("\u00ab", "\u00bb"), ("\u300c", "\u300d"))
+
+
+def _unquoted(text: str) -> str:
+    """The text without markdown emphasis and one pair of quotation marks around it (`**"Which parts?"**`); a
+    quotation mark inside (`"Hamlet" is by whom?`) is the question's."""
+    text = text.strip().strip("*_").strip()
+    for opening, closing in QUOTES:
+        if len(text) >= 2 and text.startswith(opening) and text.endswith(closing) \
+                and opening not in text[1:-1] and closing not in text[1:-1]:
+            return text[1:-1].strip()
+    return text
 
 
 def _agreement(answer: str) -> bool | None:

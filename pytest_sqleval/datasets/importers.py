@@ -341,13 +341,16 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
     _check_entries(path, data, ("db_id", "SQL"), "a BIRD questions file (a list of {question_id, db_id, question, SQL})",
                    "give dev.json or mini_dev_sqlite.json of the BIRD release")
     items = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
+    renamed: list[str] = []
     for index, entry in enumerate(data):
         qid = entry.get("question_id", index)
         case_id = f"q{_file_name(str(qid))}"  # a case id takes no '/', space or '::' (the loader's rule)
         if case_id in seen:
+            renamed.append(f"entry {index} (question_id {json.dumps(qid, ensure_ascii=False)}, as entry "
+                           f"{seen[case_id]}) is case {case_id}_{index}")
             case_id = f"{case_id}_{index}"
-        seen.add(case_id)
+        seen.setdefault(case_id, index)
         difficulty = entry.get("difficulty")
         if difficulty is not None and difficulty not in BIRD_DIFFICULTIES:
             raise DatasetError(f"{path}: question {qid} has difficulty {difficulty!r}",
@@ -363,9 +366,14 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
     if db_dir is None:
         db_dir = (path.parent / f"{split}_databases")
     found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
-    return Dataset("bird", items, tables_json=tables_path, databases=found, expected_database=expected,
-                   suite_keys={"execution": "bird", "pass_if": "execution_match"},
-                   description=f"BIRD ({path.name})")
+    dataset = Dataset("bird", items, tables_json=tables_path, databases=found, expected_database=expected,
+                      suite_keys={"execution": "bird", "pass_if": "execution_match"},
+                      description=f"BIRD ({path.name})")
+    if renamed:  # two questions with one id: both are kept, the later one under a case id of its own
+        dataset.warnings.append(f"{path}: {len(renamed)} question_id(s) repeat an earlier one: "
+                                f"{'; '.join(renamed[:3])}{'; ...' if len(renamed) > 3 else ''} "
+                                "(give each question its own question_id to keep the dataset's ids)")
+    return dataset
 
 
 def _normalised(name: str) -> str:
@@ -398,12 +406,16 @@ def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None
     path = _find(src, ("miniset/sqlite_mini_500.json", "data.json", "data.sql"), "LogicCat questions",
                  "give the LogicCat folder, a questions JSON or data.sql")
     items: list[Item] = []
+    warnings: list[str] = []
     if path.suffix == ".json":
         data = _read_json(path)
         _check_entries(path, data, ("db_id", "query"), "a LogicCat questions file (a list of {db_id, question, query, type})",
                        "give LogicCat's sqlite_mini_500.json or data.json")
         idx = [e.get("idx") for e in data]
         unique = all(isinstance(i, int) and not isinstance(i, bool) for i in idx) and len(set(idx)) == len(idx)
+        if not unique and any(i is not None for i in idx):
+            warnings.append(f"{path}: {_idx_problem(idx)}: the cases are numbered by their place in the file (q0000 "
+                            "is entry 0), not by idx; give each question its own whole-number idx to keep them")
         for index, entry in enumerate(data):
             kind = "" if entry.get("type") is None else str(entry["type"]).strip()  # `"type": null`: no category
             metadata = {"type": kind} if kind else {}
@@ -434,11 +446,24 @@ def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None
     dataset = Dataset("logiccat", items, tables_json=None, databases=found, expected_database=expected,
                       suite_keys={"execution": "logiccat", "pass_if": "execution_match"},
                       description=f"LogicCat ({path.name})")
+    dataset.warnings.extend(warnings)
     for db_id, file in found.items():
         if file is not None and db_id != file.stem:
             dataset.warnings.append(f"resolved LogicCat db_id {db_id!r} to the file {file.name!r}")
     del tables_path  # LogicCat's table.json has no *_original names; the schema is read from the database
     return dataset
+
+
+def _idx_problem(idx: list[Any]) -> str:
+    """The first entry whose LogicCat ``idx`` is no whole number or repeats an earlier one."""
+    first: dict[int, int] = {}
+    for number, value in enumerate(idx):
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"entry {number} has idx {json.dumps(value, ensure_ascii=False)}, not a whole number"
+        if value in first:
+            return f"entry {number} has idx {value}, as entry {first[value]}"
+        first[value] = number
+    return "the idx values are not unique"
 
 
 def _category_tags(kind: str) -> tuple[str, ...]:
@@ -480,6 +505,7 @@ def read_predictions(dataset: Dataset, path: Path, *, official_rewrites: bool = 
         if len(data) != len(dataset.items):
             warnings.append(f"{path} has {len(data)} predictions for {len(dataset.items)} questions")
     else:
+        _refuse_csv(path)
         _refuse_json_lines(path)
         lines = read_prediction_lines(path)
         if any(item.turn is not None for item in dataset.items):  # interactions pair with interactions
@@ -519,6 +545,15 @@ def _turn_count_warnings(path: Path, lines: list[list[str | None]], groups: dict
     if len(differ) > shown:
         warnings.append(f"{path}: {len(differ) - shown} more interactions have a turn count unlike the gold's")
     return warnings
+
+
+def _refuse_csv(path: Path) -> None:
+    """A CSV (DIN-SQL's `NLQ,PREDICTED SQL,GOLD SQL,DATABASE`) is no file of one SQL per line: read as one, its header
+    pairs with the first question and each row's question text, gold SQL and db_id become part of the prediction."""
+    if path.suffix.lower() == ".csv":
+        raise DatasetError(f"{path} is a CSV file, not the official format (one SQL per line, or BIRD's "
+                           "predict_*.json)", "write its predicted-SQL column to a text file, one SQL per line in "
+                                              "the order of the questions, and pass that file to --predictions")
 
 
 def _refuse_json_lines(path: Path) -> None:

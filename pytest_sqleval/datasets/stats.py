@@ -324,10 +324,29 @@ def question_key(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def word_counts(text: str) -> Counter:
+#: Scripts written without spaces between words (Chinese; Japanese kana and kanji): each character is a word, as
+#: in the usual character-level counts of Chinese text; a whole sentence would otherwise be one "word".
+UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased words of a question: runs of letters and digits, and each character of a script written
+    without spaces (`数量大于2` is `数 量 大 于 2`)."""
     import re
 
-    return Counter(re.findall(r"\w+", text.lower()))
+    return re.findall(rf"[{UNSPACED}]|[^\W{UNSPACED}]+", text.lower())
+
+
+def question_length(text: str) -> int:
+    """Words of a question: its white-space separated words, a word holding characters of a script written without
+    spaces counting each of them (and each run of other letters or digits in it)."""
+    import re
+
+    return sum(len(words(token)) if re.search(rf"[{UNSPACED}]", token) else 1 for token in text.split())
+
+
+def word_counts(text: str) -> Counter:
+    return Counter(words(text))
 
 
 def lexical_matrix(texts: Sequence[str]) -> list[list[float]]:
@@ -456,7 +475,7 @@ def compute_stats(suites: Sequence[Any], *, similarity: str = "auto", near_dupli
         "tables_per_query": _spread([f.tables for f in parsed]),
         "columns_per_query": _spread([f.columns for f in parsed]),
         "sql_tokens": _spread([f.tokens for f in facts]),
-        "question_words": _spread([len(q.split()) for _, q in questions]),
+        "question_words": _spread([question_length(q) for _, q in questions]),
         "duplicates": {
             "exact_questions": sum(c - 1 for c in question_keys.values() if c > 1),
             "exact_question_groups": sum(1 for c in question_keys.values() if c > 1),
