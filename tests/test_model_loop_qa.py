@@ -256,3 +256,27 @@ def test_extraction_of_a_degenerate_repetition_takes_no_time(answer):
     started = time.process_time()
     extract_sql(answer, "auto")
     assert time.process_time() - started < 3
+
+
+# --------------------------------------------------------------------------- an answer cut at the token limit
+def test_an_answer_cut_at_the_token_limit_says_so_in_its_miss(shop, bytes_chat):
+    """`finish_reason: "length"`: the endpoint stopped the answer at `max_tokens`, so its SQL is cut mid-query.
+    The miss names the cut and the fix (before: a bare `syntax: no such column: sh`), from the call and from the
+    cache's replay of it; a whole answer's record is unchanged (no `finish_reason` kept)."""
+    import json
+
+    require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
+    cut = _completion("SELECT name FROM sh")
+    cut["choices"][0]["finish_reason"] = "length"
+    bytes_chat({"CUT": [Body(json.dumps(cut).encode())], "WHOLE": [Body(json.dumps(_completion(NAMES)).encode())]})
+    shop.makefile(".sqleval.yaml", s="database: shop.sqlite\nmodel: test-model\ncases:\n"
+                                     f"  - {{id: cut, question: CUT, gold: {NAMES}}}\n"
+                                     f"  - {{id: whole, question: WHOLE, gold: {NAMES}}}\n")
+    for run_number in (1, 2):  # the call, then the cache's answer
+        result, report = run(shop, "-rA")
+        cases = by_id(report)
+        assert cases["cut"]["cached"] is (run_number == 2)
+        assert cases["cut"]["prediction_extra"] == {"finish_reason": "length"}, cases["cut"]
+        assert "prediction_extra" not in cases["whole"] and cases["whole"]["outcome"] == "passed", cases["whole"]
+        result.stdout.fnmatch_lines(["*cut: syntax: *cut off at its token limit, finish_reason length; fix: raise "
+                                     "`max_tokens` in the suite's `model:`*"])

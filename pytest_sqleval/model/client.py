@@ -42,6 +42,8 @@ class Completion:
     completion_tokens: int | None
     latency_s: float
     cached_tokens: int | None = None  # of the prompt tokens, those the endpoint served from its prompt cache
+    #: "length" when the endpoint cut the answer at its token limit (``max_tokens``), else None
+    truncated_by: str | None = None
 
 
 class ChatClient:
@@ -146,11 +148,21 @@ class ChatClient:
         usage = getattr(response, "usage", None)
         return Completion(text=text, prompt_tokens=getattr(usage, "prompt_tokens", None),
                           completion_tokens=getattr(usage, "completion_tokens", None), latency_s=latency,
-                          cached_tokens=_cached_tokens(usage))
+                          cached_tokens=_cached_tokens(usage), truncated_by=_cut_at_token_limit(response))
 
     def _fatal_text(self, exc, what: str, fix: str) -> str:
         return (f"{what}: HTTP {exc.status_code} from {self.config.endpoint} (model {self.config.name}): "
                 f"{_server_message(exc)}; fix: {fix}")
+
+
+def _cut_at_token_limit(response) -> str | None:
+    """``"length"`` when the answer ends because it reached the token limit (OpenAI's ``finish_reason: "length"``;
+    vLLM, Ollama and llama.cpp send the same), else None: its SQL is likely cut off mid-query."""
+    try:
+        reason = response.choices[0].finish_reason
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return None
+    return "length" if reason == "length" else None
 
 
 def _text_parts(parts: list) -> str:

@@ -120,7 +120,7 @@ class BuiltinPredictor:
             return {"sql": hit.get("text"), "raw_output": hit.get("text"), "model": config.name, "cached": True,
                     "tokens": {"prompt": hit.get("prompt_tokens"), "completion": hit.get("completion_tokens"),
                                "cached_prompt": hit.get("cached_tokens")},
-                    "latency_s": latency}
+                    "latency_s": latency, **_truncation(hit)}
         if self.cache.mode == "only":
             problem = self.cache.problem(key)
             if problem is not None:
@@ -138,6 +138,8 @@ class BuiltinPredictor:
                     "completion_tokens": completion.completion_tokens, "latency_s": round(completion.latency_s, 6)}
         if completion.cached_tokens is not None:
             response["cached_tokens"] = completion.cached_tokens
+        if completion.truncated_by is not None:
+            response["finish_reason"] = completion.truncated_by
         try:
             self.cache.put(key, {"endpoint": config.endpoint, "model": config.name, "messages": messages,
                                  "parameters": parameters}, response)
@@ -147,7 +149,13 @@ class BuiltinPredictor:
         return {"sql": completion.text, "raw_output": completion.text, "model": config.name, "cached": False,
                 "tokens": {"prompt": completion.prompt_tokens, "completion": completion.completion_tokens,
                            "cached_prompt": completion.cached_tokens},
-                "latency_s": completion.latency_s}
+                "latency_s": completion.latency_s, **_truncation(response)}
+
+
+def _truncation(response: Mapping[str, Any]) -> dict[str, str]:
+    """``{"finish_reason": "length"}`` for an answer the endpoint cut at its token limit (kept in the record's
+    ``prediction_extra``; a miss then says so), else nothing: the records of whole answers do not change."""
+    return {"finish_reason": "length"} if response.get("finish_reason") == "length" else {}
 
 
 def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, *, extract: str, label: str,

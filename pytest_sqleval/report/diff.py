@@ -27,7 +27,7 @@ def miss_reason(record: dict[str, Any]) -> str:
 def _miss_reason(record: dict[str, Any]) -> str:
     error = record.get("error")
     if error:
-        return f"{error['kind']}: {error['message']}"
+        return f"{error['kind']}: {error['message']}{_cut_off(record)}"
     mismatch = record.get("mismatch")
     if mismatch:
         return f"{mismatch['reason']}: {mismatch['detail']}"
@@ -42,6 +42,16 @@ def _miss_reason(record: dict[str, Any]) -> str:
     if "valid" in record and record["valid"] is None:  # scored, never run: a case with only a `schema:`
         return NOT_RUN
     return "pass_if does not hold"
+
+
+def _cut_off(record: dict[str, Any]) -> str:
+    """A note for a model answer the endpoint cut at its token limit (``finish_reason: "length"``): its SQL's
+    syntax error or missing table is the cut, not the model's SQL."""
+    extra = record.get("prediction_extra")
+    if isinstance(extra, dict) and extra.get("finish_reason") == "length":
+        return (" (the model's answer was cut off at its token limit, finish_reason length; fix: raise `max_tokens` "
+                "in the suite's `model:`)")
+    return ""
 
 
 def violation(record: dict[str, Any]) -> tuple[str, str] | None:
