@@ -20,7 +20,7 @@ _EXPORTS = {
     "ComparisonOptions": "pytest_sqleval.comparison",
     "EXECUTION_PROFILES": "pytest_sqleval.comparison",
     "resolve_execution": "pytest_sqleval.comparison",
-    "compare_results": "pytest_sqleval.metrics.execution_match",
+    "compare_results": "pytest_sqleval.assertions",  # the metric's, its verdict remembered for --assert=plain
     "ExecutionVerdict": "pytest_sqleval.metrics.execution_match",
     "soft_f1": "pytest_sqleval.metrics.soft_f1",
     "exact_match": "pytest_sqleval.metrics.exact_match",

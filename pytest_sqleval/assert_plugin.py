@@ -170,14 +170,14 @@ def _database_target(node) -> tuple[str, list[str], str] | None:
             pytest.fail(f"{where}: unknown argument {unknown[0]!r}; the marker takes the database and setup=[...]",
                         pytrace=False)
         setup = _scripts(marker.kwargs.get("setup"), where)
-        return _absolute(os.fspath(marker.args[0]), base, where), [str(_absolute(s, base)) for s in setup], where
+        return _absolute(os.fspath(marker.args[0]), base, where), [str(_absolute(s, base, where)) for s in setup], where
     config = node.config
     value = config.getini("sqleval_database")
     if not value:
         return None
     base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
     where = f"ini option sqleval_database ({config.inipath or 'rootdir'})"
-    setup = [str(_absolute(s, base)) for s in config.getini("sqleval_database_setup") or []]
+    setup = [str(_absolute(s, base, where)) for s in config.getini("sqleval_database_setup") or []]
     return _absolute(str(value).strip(), base, where), setup, where
 
 
@@ -193,15 +193,18 @@ def _scripts(value: Any, where: str) -> list[str]:
 
 
 def _absolute(text: str, base: Path, where: str = "") -> str:
+    from .secrets import expand_env
+
+    def missing(name: str) -> Exception:
+        what = "database URL" if "://" in text else "database path"
+        return pytest.fail.Exception(f"{where}: the {what} uses ${{{name}}}, which is not set; set it or "
+                                     f"write ${{{name}:-default}}", pytrace=False)
+
+    # ${VAR} as in a suite's `database:` and `setup:` (a password URL-encoded, and masked): a variable may hold
+    # the whole URL (`${DATABASE_URL}`) or part of a path
+    text = expand_env(text, lambda name: os.environ.get(name), missing)
     if "://" in text:
-        from .secrets import expand_env
-
-        def missing(name: str) -> Exception:
-            return pytest.fail.Exception(f"{where}: the database URL uses ${{{name}}}, which is not set; set it or "
-                                         f"write ${{{name}:-default}}", pytrace=False)
-
-        # ${VAR} as in a suite's `database:` (a password URL-encoded, and masked), then any bare $VAR
-        return os.path.expandvars(expand_env(text, lambda name: os.environ.get(name), missing))
+        return os.path.expandvars(text)  # then any bare $VAR
     path = Path(os.path.expanduser(text))
     return str(path if path.is_absolute() else (base / path).resolve())
 
@@ -241,10 +244,11 @@ class QueryRunner:
     def __init__(self, engine) -> None:
         self.engine = engine
 
-    def __call__(self, sql: str, *, timeout: float | None = None, max_rows: int | None = None,
-                 dialect: str | None = None):
+    def __call__(self, sql: str, timeout: float | None = None, max_rows: int | None = None, *,
+                 dialect: str | None = None):  # the README's signature: `sqleval_query(sql, timeout=None, max_rows=None)`
+        __tracebackhide__ = True
         from .assertions import limit_hint, run_limits
-        from .errors import QueryError
+        from .errors import DatabaseError, QueryError
         from .execution.runner import run_query
         from .running_test import running_settings
 
@@ -259,10 +263,12 @@ class QueryRunner:
                              allow_functions=settings.get("allow_functions", frozenset()),
                              max_memory=settings.get("max_memory"))
         except QueryError as exc:  # a limit's message names this call's `timeout=`/`max_rows=`
-            hinted = limit_hint(exc.message)
-            if hinted == exc.message:
-                raise
-            raise QueryError(exc.kind, hinted) from None
+            problem = type(exc)(exc.kind, limit_hint(exc.message))
+        except DatabaseError as exc:
+            problem = DatabaseError(str(exc))
+        # raised afresh, outside the except clause: no frame of the runner below (their locals hold the raw URL,
+        # password included, for `--showlocals`), and no "during handling" chain
+        raise problem
 
 
 @pytest.fixture
@@ -351,7 +357,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         pass
     finally:
         if call.when == "teardown":
+            import sys
+
             _EXPLAINED.clear()
+            helpers = sys.modules.get("pytest_sqleval.assertions")  # nothing to forget if never imported
+            if helpers is not None:
+                helpers.RECENT_VERDICTS.clear()
     return report
 
 
@@ -363,13 +374,54 @@ def _add_verdict_section(report: pytest.TestReport, excinfo) -> None:
         if texts:
             report.sections.append(("sqleval verdict", "\n\n".join(texts)))
             return
+    for entry in reversed(excinfo.traceback):  # `assert check_...(...)`, `self.assertTrue(check_...(...))`
+        text = _unnamed_verdict(entry)
+        if text:
+            report.sections.append(("sqleval verdict", text))
+            return
+
+
+#: The helpers whose verdict an assert statement may hold in no variable (under --assert=plain).
+_CHECKS = {"check_execution_match": "ExecutionMatchCheck", "check_soft_f1": "SoftF1Check",
+           "check_exact_match": "ExactMatchCheck", "check_policy_of": "PolicyCheck",
+           "compare_results": "ExecutionVerdict"}
+
+
+def _unnamed_verdict(entry) -> str | None:
+    """``assert check_execution_match(...)`` under --assert=plain: the verdict lives in no frame; the failing
+    statement names the helper, whose latest verdict (returned in this test) is the one it asserted."""
+    import re
+
+    try:
+        statement = str(entry.statement)
+    except Exception:  # noqa: BLE001 - no source available
+        return None
+    kinds = {kind for name, kind in _CHECKS.items() if re.search(rf"\b{name}\s*\(", statement)}
+    if not kinds:
+        return None
+    from .assertions import RECENT_VERDICTS, explain, is_failing_verdict
+
+    latest = next((v for v in reversed(RECENT_VERDICTS) if type(v).__name__ in kinds), None)
+    if latest is None or not is_failing_verdict(latest) or id(latest) in _EXPLAINED:  # `assert not check(...)`
+        return None
+    return explain(latest)
 
 
 def _frame_verdicts(entry) -> list[str]:
     """The explanations of the failing verdicts in one traceback entry's frame that its statement names."""
     import re
 
-    if not any(type(v).__module__.startswith("pytest_sqleval.") for v in entry.frame.f_locals.values()):
+    def ours(value: Any) -> bool:
+        return type(value).__module__.startswith("pytest_sqleval.")
+
+    def held(value: Any) -> list[Any]:  # a verdict, or the verdicts of a list/tuple/dict (`assert all(verdicts)`)
+        if isinstance(value, (list, tuple)):
+            return [v for v in value[:1000] if ours(v)]
+        if isinstance(value, dict):
+            return [v for v in list(value.values())[:1000] if ours(v)]
+        return [value] if ours(value) else []
+
+    if not any(held(v) for v in entry.frame.f_locals.values()):
         return []  # nothing of ours in this frame
     from .assertions import explain, is_failing_verdict
 
@@ -379,13 +431,24 @@ def _frame_verdicts(entry) -> list[str]:
         statement = ""
     texts = []
     seen: set[int] = set()
-    for name, value in entry.frame.f_locals.items():
-        if id(value) in seen or id(value) in _EXPLAINED or not is_failing_verdict(value):
-            continue
+    more = 0
+    for name, local in entry.frame.f_locals.items():
         if not name.startswith("@py_assert") and not re.search(rf"\b{re.escape(name)}\b", statement):
             continue
-        seen.add(id(value))
-        text = explain(value)
-        if text:
-            texts.append(text)
+        for value in held(local):
+            if id(value) in seen or id(value) in _EXPLAINED or not is_failing_verdict(value):
+                continue
+            seen.add(id(value))
+            if len(texts) == _MAX_SECTION_VERDICTS:
+                more += 1
+                continue
+            text = explain(value)
+            if text:
+                texts.append(text)
+    if more:
+        texts.append(f"... and {more} more failing verdict(s)")
     return texts
+
+
+#: How many failing verdicts one `sqleval verdict` section explains (`assert all(verdicts)` on many).
+_MAX_SECTION_VERDICTS = 5

@@ -136,7 +136,10 @@ class SoftF1Check(Verdict):
 
     def explain(self) -> str:
         head = self.summary() + ("" if self.passed else f" (required at least {self.at_least:g})")
-        return _render(head, self.scores, self.best, self.predicted)
+        text = _render(head, self.scores, self.best, self.predicted)
+        # the diff's own soft_f1 line with as many places as the head: 0.66667 must not read as 0.6667 there
+        score = f"  soft_f1: {_score_text(self.score, self.at_least)}"
+        return "\n".join(score if line.startswith("  soft_f1: ") else line for line in text.splitlines())
 
 
 def _score_text(score: float, at_least: float) -> str:
@@ -228,10 +231,10 @@ def check_execution_match(gold: Any, predicted: str, *, engine=None, profile: st
     scores = _score(gold, predicted, engine, resolved, **run, helper="assert_execution_match")
     best = _best(scores)
     chosen = scores[best]
-    return ExecutionMatchCheck(
+    return _returned(ExecutionMatchCheck(
         passed=chosen.execution_match, predicted=predicted, profile=resolved.profile, soft_f1=chosen.soft_f1,
         best=best, scores=scores, error=chosen.record.get("error"), overrides=dict(comparison),
-    )
+    ))
 
 
 def assert_execution_match(gold: Any, predicted: str, *, engine=None, profile: str = "sqleval",
@@ -258,8 +261,8 @@ def check_soft_f1(gold: Any, predicted: str, *, engine=None, at_least: float = 0
     scores = _score(gold, predicted, engine, resolved, **run, helper="assert_soft_f1")
     best = max(range(len(scores)), key=lambda i: (scores[i].soft_f1, scores[i].execution_match, -i))
     score = scores[best].soft_f1
-    return SoftF1Check(passed=score >= at_least, predicted=predicted, score=score, at_least=float(at_least),
-                       best=best, scores=scores)
+    return _returned(SoftF1Check(passed=score >= at_least, predicted=predicted, score=score,
+                                 at_least=float(at_least), best=best, scores=scores))
 
 
 def assert_soft_f1(gold: Any, predicted: str, *, engine=None, at_least: float = 0.8, **options: Any) -> SoftF1Check:
@@ -278,7 +281,13 @@ def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequen
     _check_predicted(predicted, "assert_exact_match")
     resolved_schema, schema_dialect = _schema(schema)
     dialect = _checked_dialect(dialect) or schema_dialect or "sqlite"
-    options = resolve_exact_match(_profile_name(profile))
+    from .comparison import OptionError
+
+    try:
+        options = resolve_exact_match(_profile_name(profile))
+    except OptionError as exc:  # the message alone, as assert_execution_match's unknown profile
+        raise ValueError(f"assert_exact_match: {exc} (the execution profiles are assert_execution_match's)") \
+            from None
     valid = _clause_names(options.profile)
     if clauses is not None:
         if isinstance(clauses, str):
@@ -312,12 +321,12 @@ def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequen
         results.append((ok, verdict, checked))
     best = max(range(len(results)), key=lambda i: (results[i][0], sum(results[i][1].clauses.values()), -i))
     ok, verdict, checked = results[best]
-    return ExactMatchCheck(
+    return _returned(ExactMatchCheck(
         passed=ok, gold=golds[best], predicted=predicted, profile=options.profile, clauses=dict(verdict.clauses),
         checked=checked, reason="no_prediction: no prediction" if predicted is None else verdict.reason, best=best,
         golds=tuple(golds),
         per_gold=[dict(r[1].clauses) for r in results], subset=clauses is not None,
-    )
+    ))
 
 
 def assert_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequence[str] | None = None,
@@ -337,10 +346,17 @@ def check_policy_of(predicted: str, policy: Mapping[str, Any] | None = None, *, 
                     dialect: str | None = None, **rules: Any) -> PolicyCheck:
     """Like :func:`assert_policy`, but returns the verdict without raising."""
     __tracebackhide__ = True
-    from .policy import Policy, check_policy
+    from .policy import Policy, PolicyError, check_policy
 
     _check_predicted(predicted, "assert_policy")
-    resolved = Policy.from_mapping({**(dict(policy) if policy else {}), **rules})
+    if policy is not None and not isinstance(policy, Mapping):
+        raise TypeError("assert_policy: policy must be a mapping such as {\"tables\": [\"shops\"], "
+                        "\"forbid_columns\": [\"email\"], \"require_filter\": \"tenant_id = 42\"}, "
+                        f"not {type(policy).__name__}")
+    try:
+        resolved = Policy.from_mapping({**(dict(policy) if policy else {}), **rules})
+    except PolicyError as exc:  # raised afresh: the message alone, no frame of the policy module below
+        raise PolicyError(str(exc)) from None
     if schema is None and engine is None:
         engine = _engine(None, "assert_policy", required=False)
     elif engine is not None:
@@ -352,8 +368,8 @@ def check_policy_of(predicted: str, policy: Mapping[str, Any] | None = None, *, 
         schema, schema_dialect = _schema(schema)
         dialect = dialect or schema_dialect
     verdict = check_policy(predicted, resolved, dialect=dialect or "sqlite", schema=schema)
-    return PolicyCheck(passed=verdict.passed, predicted=predicted, policy=resolved.as_dict(),
-                       violations=verdict.violations)
+    return _returned(PolicyCheck(passed=verdict.passed, predicted=predicted, policy=resolved.as_dict(),
+                                 violations=verdict.violations))
 
 
 def assert_policy(predicted: str, policy: Mapping[str, Any] | None = None, *, engine=None, schema=None,
@@ -401,6 +417,29 @@ def is_failing_verdict(value: Any) -> bool:
 
 
 # --------------------------------------------------------------------------- internals
+#: The last verdicts the ``check_*`` helpers returned in the current test (the plugin clears them at its teardown):
+#: under ``--assert=plain`` an ``assert check_execution_match(...)`` holds its verdict in no variable.
+RECENT_VERDICTS: list[Any] = []  # ours, and compare_results' ExecutionVerdicts
+
+
+def _returned(verdict: Verdict) -> Verdict:
+    RECENT_VERDICTS.append(verdict)
+    del RECENT_VERDICTS[:-8]
+    return verdict
+
+
+def compare_results(gold: QueryResult, pred: QueryResult, options, *, ordered: bool, tie_groups=None):
+    """:func:`pytest_sqleval.metrics.execution_match.compare_results`, as ``pytest_sqleval`` exports it: the verdict
+    is remembered for the test, so that ``assert compare_results(...).match`` under ``--assert=plain`` (no variable
+    holds the verdict) still gets its ``sqleval verdict`` section."""
+    from .metrics.execution_match import compare_results as compare
+
+    verdict = compare(gold, pred, options, ordered=ordered, tie_groups=tie_groups)
+    RECENT_VERDICTS.append(verdict)
+    del RECENT_VERDICTS[:-8]
+    return verdict
+
+
 def _raise_unless(verdict: Verdict):
     __tracebackhide__ = True
     if not verdict.passed:
@@ -415,6 +454,7 @@ def _split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
 
 
 def _resolve_profile(profile: str, overrides: Mapping[str, Any]):
+    __tracebackhide__ = True  # its errors point at the test's call
     from .comparison import OptionError, resolve_execution
 
     running_settings()  # a plain run builds the session's profiles (a conftest's own) on first use
@@ -426,6 +466,7 @@ def _resolve_profile(profile: str, overrides: Mapping[str, Any]):
 
 
 def _profile_name(profile: Any) -> str:
+    __tracebackhide__ = True  # its errors point at the test's call
     if not isinstance(profile, str):
         raise TypeError(f"profile= must be the name of a profile, such as \"sqleval\", not {type(profile).__name__}")
     return profile
@@ -433,6 +474,7 @@ def _profile_name(profile: Any) -> str:
 
 def _checked_dialect(dialect: Any) -> str | None:
     """``dialect=`` as given (None: the engine's), checked against sqlglot's dialects."""
+    __tracebackhide__ = True  # its errors point at the test's call
     if dialect is None:
         return None
     from sqlglot.dialects.dialect import Dialect
@@ -446,6 +488,7 @@ def _checked_dialect(dialect: Any) -> str | None:
 
 
 def _engine(engine, helper: str, *, required: bool = True, argument: str = "engine"):
+    __tracebackhide__ = True  # its errors point at the test's call
     if engine is not None:
         return _as_engine(engine, argument)
     from .running_test import running_test_engine
@@ -465,6 +508,7 @@ def _as_engine(engine, argument: str = "engine"):
     """An engine (or engine-like object of a backend) as given; a SQLAlchemy Connection stands for its engine (the
     query runs read-only on a connection of its own, so it does not see the connection's uncommitted changes).
     A URL or path is not an engine: a TypeError that names the argument, never the URL (it may hold a password)."""
+    __tracebackhide__ = True  # its errors point at the test's call
     inner = connection_engine(engine)
     if inner is not engine:
         return inner
@@ -479,6 +523,7 @@ def _as_engine(engine, argument: str = "engine"):
 def fixture_engine(value: Any, helper: str) -> Any:
     """What a plain test's (overridden) ``sqleval_engine`` gave, as an engine: a Connection stands for its engine; a
     URL or a path is a TypeError naming the fix (never the value: a URL may hold a password)."""
+    __tracebackhide__ = True  # its errors point at the test's call
     found = connection_engine(value)
     if isinstance(found, (str, bytes, os.PathLike)) or not hasattr(found, "dialect"):
         raise TypeError(
@@ -512,14 +557,19 @@ class _Gold:
 
 
 def _golds(gold: Any, helper: str) -> list[_Gold]:
+    __tracebackhide__ = True  # its errors point at the test's call
     items = list(gold) if isinstance(gold, (list, tuple)) else [gold]
     if not items:
         raise ValueError(f"{helper}: gold is an empty list; give SQL, a list of accepted SQL texts, "
                          "or expected rows {\"columns\": [...], \"rows\": [[...]]}")
-    return [_one_gold(item, helper) for item in items]
+    golds = []
+    for item in items:  # a loop, not a comprehension: no frame of its own in the test's traceback
+        golds.append(_one_gold(item, helper))
+    return golds
 
 
 def _one_gold(item: Any, helper: str) -> _Gold:
+    __tracebackhide__ = True  # its errors point at the test's call
     if isinstance(item, str):
         if not item.strip():
             raise ValueError(f"{helper}: a gold SQL text is empty")
@@ -534,6 +584,7 @@ def _one_gold(item: Any, helper: str) -> _Gold:
 
 def expected_rows(value: Mapping[str, Any], *, where: str = "expected") -> QueryResult:
     """``{"columns": [...], "rows": [[...]]}`` as a QueryResult (checked; ``ordered`` is allowed)."""
+    __tracebackhide__ = True  # its errors point at the test's call
     unknown = [k for k in value if k not in ("columns", "rows", "ordered")]
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r} in expected rows; keys: columns, rows, ordered")
@@ -555,6 +606,7 @@ def expected_rows(value: Mapping[str, Any], *, where: str = "expected") -> Query
 
 
 def _gold_sql_texts(gold: Any, helper: str) -> list[str]:
+    __tracebackhide__ = True  # its errors point at the test's call
     golds = _golds(gold, helper)
     if any(g.sql is None for g in golds):
         raise ValueError(f"{helper} compares SQL clause by clause, so it needs gold SQL, not expected rows")
@@ -639,6 +691,7 @@ def limit_hint(message: str) -> str:
 
 def _check_predicted(predicted: Any, helper: str) -> None:
     """The prediction is SQL text, or None for a prediction that did not come (a miss, never an error)."""
+    __tracebackhide__ = True  # its errors point at the test's call
     if predicted is not None and not isinstance(predicted, str):
         raise TypeError(f"{helper}: predicted must be SQL text (a str) or None, not {type(predicted).__name__}")
 
@@ -646,6 +699,7 @@ def _check_predicted(predicted: Any, helper: str) -> None:
 def run_limits(timeout: Any, max_rows: Any) -> tuple[float, int]:
     """``timeout=``/``max_rows=`` of a helper, checked (None: the session's ``--sqleval-timeout``/``sqleval_timeout``
     and ``--sqleval-max-rows``/``sqleval_max_rows``, else the suites' defaults of 30 s and 100000 rows)."""
+    __tracebackhide__ = True  # its errors point at the test's call
     import math
 
     if timeout is None or max_rows is None:
@@ -812,7 +866,12 @@ def _schema(schema) -> tuple[Any, str | None]:
             raise ValueError(f"schema file not found: {path}")
         key = (str(path.resolve()), db_id)
         if key not in _SCHEMAS:
-            _SCHEMAS[key] = Schema.from_spider_tables(path, db_id)
+            from .errors import SuiteError
+
+            try:
+                _SCHEMAS[key] = Schema.from_spider_tables(path, db_id)
+            except SuiteError as exc:  # the message names the file and the fix: no frame of the schema module
+                raise exc.with_traceback(None) from None
         return _SCHEMAS[key], None
     raise TypeError("schema= must be a Schema, an engine or connection, a (tables.json path, db_id) pair or "
                     "{\"tables\": ..., \"db_id\": ...}, or None for the test's sqleval_engine, "

@@ -105,7 +105,12 @@ def sqleval_case(request: pytest.FixtureRequest):
     """The case (or interaction turn) of the current suite item."""
     case = getattr(request.node, "case", None)
     if case is None:
-        raise pytest.UsageError("the sqleval_case fixture is only available inside sqleval suite items")
+        which = "sqleval_gold (and the sqleval_case it reads)" if "sqleval_gold" in request.fixturenames \
+            else "sqleval_case"
+        pytest.fail(f"{request.node.nodeid}: {which} exists only in suite items (the cases of *.sqleval.yaml files "
+                    "run with --sqleval); in a plain test, use sqleval_engine or sqleval_query with "
+                    "@pytest.mark.sqleval_database(\"shop.sqlite\") and the assert_execution_match / "
+                    "assert_exact_match / assert_soft_f1 helpers", pytrace=False)
     return case
 
 

@@ -488,8 +488,8 @@ def test_an_unreachable_schema_engine_is_a_message_without_the_password(pytester
     """, "--showlocals", "--tb=long")
     result.assert_outcomes(failed=2)
     assert "Unseen-Pw-7" not in result.stdout.str()
-    message = ("DatabaseError: cannot read the schema of postgresql+psycopg://app:***@127.0.0.1:1/fleet: "
-               "(psycopg.OperationalError) connection failed")
+    message = ("DatabaseError: cannot connect to the postgresql database at "
+               "postgresql+psycopg://app:***@127.0.0.1:1/fleet: (psycopg.OperationalError) connection failed")
     # the E lines of the two failures (under CI=true pytest's short summary repeats the message untruncated)
     assert sum(1 for line in result.stdout.lines if line.startswith("E") and message in line) == 2
 
