@@ -36,11 +36,9 @@ def _checked_prediction(prediction: str, options, dialect: str, allow_functions:
 
 
 def _gold_text(gold: str, options, dialect: str) -> str:
-    if options.distinct == "strip":
-        from .sql.rewrite import strip_distinct
+    from .sql.rewrite import gold_rewrite
 
-        return strip_distinct(gold, dialect)
-    return gold
+    return gold_rewrite(gold, options, dialect)
 
 
 def r_ves_fields(engine, gold: str, prediction: str | None, options, dialect: str, *, matched: bool, timeout: float,

@@ -39,7 +39,7 @@ from sqlglot.tokens import Token, TokenType
 
 from ..errors import QueryError
 from . import allowed_functions as allowlist
-from .limits import closed_comment, invalid_text
+from .limits import closed_comment, invalid_text, join_keywords_split_by_comments
 
 #: Longest prediction the guard accepts (characters).
 MAX_SQL_LENGTH = 200_000
@@ -151,6 +151,7 @@ def _parse(sql: str, dialect: str) -> tuple[list[Token], list[exp.Expression]]:
             if closed is None:
                 raise
             tokens = reader.tokenize(closed)
+        tokens = join_keywords_split_by_comments(tokens, reader)
         statements = reader.parser().parse(tokens, sql)
     except RecursionError:
         raise _nested_too_deeply() from None

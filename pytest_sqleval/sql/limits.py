@@ -258,6 +258,26 @@ def _parse_bounded(sql: str, dialect: str) -> list[exp.Expression | None]:
     return statements
 
 
+def join_keywords_split_by_comments(tokens: list[Token], reader: sqlglot.Dialect) -> list[Token]:
+    """The tokens with a two-word keyword that a comment splits (``ORDER /* c */ BY``, ``GROUP -- c`` + newline +
+    ``BY``) joined into the one keyword token sqlglot gives it without the comment: the engine reads a comment as
+    white space (the text runs there), sqlglot's tokenizer joins the words only across white space and its parser
+    then fails on ``ORDER`` alone."""
+    keywords = reader.tokenizer_class.KEYWORDS
+    joined: list[Token] = []
+    for token in tokens:
+        previous = joined[-1] if joined else None
+        if previous is not None and previous.comments and previous.token_type == TokenType.VAR \
+                and token.token_type == TokenType.VAR:
+            kind = keywords.get(f"{previous.text} {token.text}".upper())
+            if kind is not None and kind != TokenType.VAR:
+                joined[-1] = Token(kind, f"{previous.text} {token.text}", previous.line, previous.col, previous.start,
+                                   token.end, [*previous.comments, *token.comments])
+                continue
+        joined.append(token)
+    return joined
+
+
 def parse_one_bounded(sql: str, dialect: str) -> exp.Expression:
     """``sqlglot.parse_one(sql, read=dialect)`` within the limits (the first statement)."""
     statements = parse_bounded(sql, dialect)

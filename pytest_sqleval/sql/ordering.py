@@ -45,13 +45,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.tokens import Token
 
 from pytest_sqleval.comparison import ComparisonOptions
 from pytest_sqleval.sql.limits import (
     bounded_stack,
+    check_tree,
+    join_keywords_split_by_comments,
     parse_one_shared,
+    tokenize_bounded,
     too_complex_reason,
 )
 from pytest_sqleval.sql.rewrite import append_order_keys
@@ -81,8 +86,10 @@ def plan_order(gold_sql: str, dialect: str, options: ComparisonOptions) -> Order
     try:
         tree = parse_one_shared(gold_sql, dialect)  # read only (append_order_keys copies what it extends)
     except (SqlglotError, RecursionError, MemoryError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return _plan_from_text(gold_sql, f"the gold could not be parsed ({reason})")
+        tree = _read_with_joined_keywords(gold_sql, dialect)
+        if tree is None:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            return _plan_from_text(gold_sql, f"the gold could not be parsed ({reason})")
     query, order = _outermost_order(tree)
     if order is None:
         return OrderPlan(False, note="the gold's outermost query has no ORDER BY")
@@ -92,6 +99,25 @@ def plan_order(gold_sql: str, dialect: str, options: ComparisonOptions) -> Order
         return _plan_ties(query, order, dialect)
     except Exception as error:  # noqa: BLE001 - the plan must never error a case: fall back to the strict order
         return OrderPlan(True, note=f"strict order: the ORDER BY keys could not be read ({too_complex_reason(error)})")
+
+
+def _read_with_joined_keywords(gold_sql: str, dialect: str) -> exp.Expression | None:
+    """The gold's tree when only a comment between the words of ``ORDER BY`` / ``GROUP BY`` kept sqlglot from
+    reading it (``ORDER /* c */ BY``: the engine reads the comment as white space), else None."""
+    reader = sqlglot.Dialect.get_or_raise(dialect)
+    try:
+        tokens = [Token(t.token_type, t.text, t.line, t.col, t.start, t.end, list(t.comments))
+                  for t in tokenize_bounded(gold_sql, dialect)]
+        joined = join_keywords_split_by_comments(tokens, reader)
+        if len(joined) == len(tokens):
+            return None
+        statements = reader.parser().parse(joined, gold_sql)
+        if not statements or statements[0] is None:
+            return None
+        check_tree(statements[0])
+        return statements[0]
+    except (SqlglotError, RecursionError, MemoryError):
+        return None
 
 
 def _ties_of_text_order(plan: OrderPlan, gold_sql: str, dialect: str) -> OrderPlan:
