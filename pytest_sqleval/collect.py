@@ -36,7 +36,8 @@ class SuiteFile(pytest.File):
         from .suite_cache import load_suite_shared
 
         state = sqleval_state(self.config)
-        suite = load_suite_shared(self.path, state.engines.shared_build_dir)  # xdist: read once per run
+        suite = load_suite_shared(self.path, state.engines.shared_build_dir,  # xdist: read once per run
+                                  profiles=folder_profiles(self))
         predictions = self._predictions(suite, state)
         _check_unique_name(suite, state)
         _check_r_ves_computed(suite, state)
@@ -96,6 +97,29 @@ class SuiteFile(pytest.File):
         if isinstance(excinfo.value, SuiteError):
             return excinfo.value.render()
         return super().repr_failure(excinfo)
+
+
+def folder_profiles(node) -> dict | None:
+    """The execution profiles a suite of ``node``'s folder may name: the built-ins and what the plugins' and the
+    ``pytest_sqleval_execution_profiles`` of the conftest.py files of its folder and above made of them, as pytest
+    applies a conftest.py's hooks (None: every implementation applies here, so the session's table). A conftest.py
+    of another folder, which pytest loads before or after this suite as the folders sort, changes nothing here: a
+    suite's profile never depends on the order of collection."""
+    here = node.ihook.pytest_sqleval_execution_profiles.get_hookimpls()
+    if len(here) == len(node.config.hook.pytest_sqleval_execution_profiles.get_hookimpls()):
+        return None
+    from .state import PROFILES_AT_CONFIGURE_KEY
+
+    at_configure = node.config.stash.get(PROFILES_AT_CONFIGURE_KEY, frozenset())
+    # the order the session's table was made in: those present at configure as pluggy calls them, then the
+    # conftest.py files found later in the order they were registered (a folder's after its parent's)
+    ordered = [i for i in reversed(here) if i.plugin_name in at_configure]
+    ordered += [i for i in here if i.plugin_name not in at_configure]
+    profiles: dict = {}
+    arguments = {"profiles": profiles, "config": node.config}
+    for impl in ordered:
+        impl.function(*(arguments[name] for name in impl.argnames))
+    return profiles
 
 
 def _check_unique_name(suite: Suite, state) -> None:
@@ -221,7 +245,7 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold, sqleva
 def _case_result(item, state, prepared, record: dict[str, Any]) -> None:
     """``pytest_sqleval_case_result``. A streaming reporter that raises makes the case an error naming it, so
     pytest, the summary and the reports agree (not a case the report passes and pytest fails)."""
-    hook = item.config.hook.pytest_sqleval_case_result
+    hook = item.ihook.pytest_sqleval_case_result  # a conftest.py's hooks for the suites of its folder, as pytest's
     if not hook.get_hookimpls():  # the plugin implements none: nothing streams the record
         return
     try:
@@ -256,7 +280,7 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     context = ScoreContext(engines=engines, dialect=prepared.dialect, limits=limits, prepared=prepared,
                            evaluator=state.evaluator, database=database, prediction_error=chosen.query_error)
     record: dict[str, Any] = {}
-    hook = item.config.hook.pytest_sqleval_score_case
+    hook = item.ihook.pytest_sqleval_score_case  # a conftest.py scores the suites of its folder (and below) only
     try:
         returned = hook(case=item.case, suite=suite, prediction=item.prediction, record=record, context=context,
                         config=item.config)
@@ -273,7 +297,7 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
         raise UserHookError(f"{hook_implementers(hook)} returned {shown_value(odd[0])}, which sets nothing: set the "
                             "case's values in the record it is given (record['my_metric'] = value)")
     checked = active_registry().user_case_metrics()
-    if len(item.config.hook.pytest_sqleval_score_case.get_hookimpls()) > 1:  # a user's hook ran after the built-in
+    if len(hook.get_hookimpls()) > 1:  # a user's hook ran after the built-in
         checked = active_registry().case_metrics()  # scoring: it may have left a built-in a value no aggregate takes
         problem = record_problem(record)  # or changed the record's own keys: this case's error, not a crash later
         if problem is not None:
@@ -295,14 +319,14 @@ def check_gold_case(item: CaseItem, state, engines, prepared) -> None:
     """``--sqleval-check-gold``: findings on the gold instead of scoring the prediction."""
     from .evaluate import base_record, text_errors
     from .goldcheck import Finding, check_gold, findings_record
-    from .sql.rewrite import strip_distinct
+    from .sql.rewrite import gold_rewrite
 
     findings: list[Finding] = []
     options = item.suite.execution
     golds = item.case.accepted_golds or (item.case.gold,)  # expected rows: their vacuity and size only
     for number, (gold, runs) in enumerate(zip(golds, (prepared.gold, *prepared.alternatives)), start=1):
         # the stability re-run repeats what the first run executed (test-suite's DISTINCT stripping and decoding)
-        ran_sql = strip_distinct(gold, prepared.dialect) if gold and options.distinct == "strip" else gold
+        ran_sql = gold_rewrite(gold, options, prepared.dialect) if gold else gold
         for run, engine in zip(runs, engines):
             for finding in check_gold(gold, run.result, engine, dialect=prepared.dialect,
                                       timeout=state.timeout_for(item.suite), max_rows=state.max_rows_for(item.suite),

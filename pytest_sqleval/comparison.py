@@ -218,8 +218,8 @@ def locate_problem(spec: Any, profiles: Mapping[str, ComparisonOptions] | None =
     """For a ``spec`` :func:`resolve_execution` refuses: the key of the mapping at fault (None: the spec itself,
     or nothing found) and the fix to print, naming the closest valid profile, option or value."""
     table = active_profiles() if profiles is None else profiles
-    if not isinstance(spec, Mapping):
-        return None, _fix_of_profile(spec, table, "execution")
+    if not isinstance(spec, Mapping):  # no `execution:` uses the table's `sqleval` profile
+        return None, _fix_of_profile("sqleval" if spec is None else spec, table, "execution")
     for name, value in spec.items():
         if name == "profile":
             if not isinstance(value, str) or value not in table:
@@ -236,6 +236,9 @@ def _fix_of_profile(name: Any, table: Mapping[str, ComparisonOptions], key: str)
     if isinstance(name, str) and name in table:  # the name is known: its options, set by a hook, are not
         return (f"correct profiles[{name!r}] in your pytest_sqleval_execution_profiles hook (conftest.py or plugin): "
                 f"a ComparisonOptions whose options take the values the README's comparison table lists")
+    if name == "sqleval":  # every suite without `execution:` uses it: a hook removed it from the table
+        return ("keep profiles['sqleval'] in your pytest_sqleval_execution_profiles hook (conftest.py or plugin): "
+                "change the table in place, never clear it or delete the built-in profiles")
     close = get_close_matches(str(name).lower(), list(map(str, table)), n=1)
     if close:
         return f"write `{key}: {close[0]}` (the message lists every profile)"
@@ -262,7 +265,7 @@ def _profile(name: str, table: Mapping[str, ComparisonOptions]) -> ComparisonOpt
         options = table[name]
     except (KeyError, TypeError):  # TypeError: an unhashable name such as a list
         raise OptionError(
-            f"unknown execution profile {name!r}; profiles are: {', '.join(map(str, table))}"
+            f"unknown execution profile {name!r}; profiles are: {', '.join(map(str, table)) or '(none)'}"
         ) from None
     _check_profile(name, options)
     if options.profile == "sqleval" and name != "sqleval":

@@ -30,7 +30,7 @@ from .registry import active_registry
 from .results import QueryResult, with_temporal_text
 from .schema import Schema
 from .sql.ordering import plan_order
-from .sql.rewrite import prediction_rewrite, strip_distinct
+from .sql.rewrite import gold_rewrite, prediction_rewrite
 from .suite import Case, Suite
 
 #: Example rows kept in a record for the miss diff.
@@ -175,7 +175,7 @@ class Evaluator:
             sql, plan = planned
         else:
             try:
-                sql = strip_distinct(gold, dialect) if options.distinct == "strip" else gold
+                sql = gold_rewrite(gold, options, dialect)
             except SqlglotError as exc:
                 return GoldError(f"the profile strips DISTINCT, which needs sqlglot to read the gold in {dialect}: {exc}")
             plan = plan_order(gold, dialect, options)
@@ -195,8 +195,7 @@ class Evaluator:
     def _gold_with_hidden_keys(self, gold, sql, plan, options, engine, dialect, display, timeout, max_rows, *,
                                max_memory=None) -> GoldRun:
         hidden_sql = plan.hidden_key_sql
-        if options.distinct == "strip":
-            hidden_sql = strip_distinct(hidden_sql, dialect)
+        hidden_sql = gold_rewrite(hidden_sql, options, dialect)
         try:
             keyed = run_query(engine, hidden_sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
                               text_errors=text_errors(options))
@@ -280,7 +279,7 @@ class Evaluator:
         if key in self._gold_cache:
             return False
         try:
-            sql = strip_distinct(case.gold, dialect) if options.distinct == "strip" else case.gold
+            sql = gold_rewrite(case.gold, options, dialect)
             plan = plan_order(case.gold, dialect, options)
         except (SqlglotError, QueryError):
             return False  # _run_gold reports it

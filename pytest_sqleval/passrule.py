@@ -136,6 +136,10 @@ def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
     known = active_registry().pass_if_metrics()  # record keys, each bool or score
     kind = known.get(metric)
     if kind is None:
+        registered = active_registry().get(metric)
+        if registered is not None and not registered.in_pass_if:  # registered, but not for pass_if: say so
+            raise PassRuleError(f"unknown metric {metric!r} in pass_if: it is registered with in_pass_if=False (a "
+                                f"suite figure, not a case's value); per-case metrics are: {', '.join(known)}")
         raise PassRuleError(f"unknown metric {metric!r} in pass_if; per-case metrics are: {', '.join(known)}")
     i += 1
     if i < len(tokens) and tokens[i] == "(":

@@ -147,10 +147,28 @@ def _register_metrics(config: pytest.Config) -> None:
     except MetricError as exc:  # a bad registration in a conftest.py or plugin: a usage error, not a traceback
         from .hookspec import hook_location
 
-        where = hook_location(config.hook.pytest_sqleval_register_metrics, exc)
-        raise pytest.UsageError(f"pytest_sqleval_register_metrics: {exc}{where}") from None
+        hook = config.hook.pytest_sqleval_register_metrics
+        twice = _registered_twice(hook)
+        text = str(exc).replace("; pick another name", "") if twice else str(exc)  # the name is fine: run it once
+        raise pytest.UsageError(f"pytest_sqleval_register_metrics: {text}{hook_location(hook, exc)}{twice}") from None
     except Exception as exc:  # noqa: BLE001 - the user's code raised: name it, not an INTERNALERROR
         _hook_raised(config.hook.pytest_sqleval_register_metrics, exc)
+
+
+def _registered_twice(hook) -> str:
+    """The cause of a name "registered twice" when one implementation is registered under two plugins (a
+    conftest.py that does ``from myplugin import *``, or a module given to ``-p`` and to ``pytest_plugins``
+    by different names): one function, run twice."""
+    seen: dict = {}
+    for impl in hook.get_hookimpls():
+        code = getattr(impl.function, "__code__", None)
+        if code in seen:
+            return (f"; the same function ({code.co_filename}:{code.co_firstlineno}) is registered twice, as plugins "
+                    f"{seen[code]!r} and {impl.plugin_name!r} (a conftest.py importing a plugin's hooks with "
+                    "`from myplugin import *`, or one module loaded under two names): register it once")
+        if code is not None:
+            seen[code] = impl.plugin_name
+    return ""
 
 
 def _register_profiles(config: pytest.Config) -> None:
@@ -164,6 +182,10 @@ def _register_profiles(config: pytest.Config) -> None:
         config.hook.pytest_sqleval_execution_profiles.call_historic(kwargs={"profiles": profiles, "config": config})
     except Exception as exc:  # noqa: BLE001 - the user's code raised: name it, not an INTERNALERROR
         _hook_raised(config.hook.pytest_sqleval_execution_profiles, exc)
+    from .state import PROFILES_AT_CONFIGURE_KEY
+
+    config.stash[PROFILES_AT_CONFIGURE_KEY] = frozenset(
+        impl.plugin_name for impl in config.hook.pytest_sqleval_execution_profiles.get_hookimpls())
 
 
 def _register_backends(config: pytest.Config) -> None:

@@ -188,6 +188,9 @@ class MetricRegistry:
         if metric.scope == "interaction" and all(m.name != metric.name for m in BUILTIN_METRICS):  # made by name
             raise MetricError(f"metric {metric.name!r}: scope='interaction' is for the built-in SParC metrics; a metric "
                               "of yours is per case (leave scope out and fill record[case_key] for each turn)")
+        if metric.name.lower() in ("and", "or"):  # pass_if's joiners (any case): `x and and` reads as a typo
+            raise MetricError(f"metric {metric.name!r}: pass_if joins conditions with {metric.name.lower()!r}, so a "
+                              "rule naming this metric would read as a broken rule; pick another name")
         if metric.name in BREAKDOWNS:
             raise MetricError(f"metric {metric.name!r}: a threshold on {metric.name!r} names the suite's breakdown of "
                               f"that name ({metric.name}.<group>.<metric>), not a metric; pick another name")

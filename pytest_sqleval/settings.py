@@ -103,13 +103,27 @@ def threshold_assignment(text: str) -> str:
     return text
 
 
+def _not_yet_registered(text: str, exc: ThresholdError) -> str:
+    """Why a metric a threshold names may be unknown although a conftest.py registers it: the command line and the
+    ini file are checked before the folders below the rootdir are collected."""
+    from .registry import active_registry
+    from .thresholds import OVERALL_PREFIX
+
+    name = text.partition("=")[0].strip().removeprefix(OVERALL_PREFIX).split(".")[-1]
+    if not name or name in active_registry() or not str(exc).startswith(f"unknown metric {name!r}"):
+        return ""
+    return ("; a metric registered by a conftest.py below the rootdir is not known yet when the command line and the "
+            "ini file are read: register it in the rootdir's conftest.py or a plugin, or gate it in its suites' "
+            "`thresholds:`")
+
+
 def cli_thresholds(texts: list[str] | None) -> tuple[Threshold, ...]:
     thresholds: dict[str, Threshold] = {}
     for text in texts or ():
         try:
             threshold = parse_assignment(text, "cli")
         except ThresholdError as exc:
-            raise SettingsError(f"argument --sqleval-threshold: {exc.described()}") from None
+            raise SettingsError(f"argument --sqleval-threshold: {exc.described()}{_not_yet_registered(text, exc)}") from None
         thresholds.pop(threshold.metric, None)  # the last one wins: the command line after `addopts`
         thresholds[threshold.metric] = threshold
     return tuple(thresholds.values())
@@ -177,7 +191,8 @@ def resolve_settings(config) -> Settings:
             ini_thresholds.append(parse_assignment(line, "ini"))
         except ThresholdError as exc:
             several = " (write one METRIC=VALUE per line)" if line.count("=") > 1 else ""
-            raise SettingsError(f"ini option sqleval_thresholds: {exc.described()}{several}") from None
+            raise SettingsError(f"ini option sqleval_thresholds: {exc.described()}{several}"
+                                f"{_not_yet_registered(line, exc)}") from None
     return Settings(
         enabled=enabled,
         strict=bool(option.sqleval_strict) or _ini_bool(ini("sqleval_strict"), "sqleval_strict"),

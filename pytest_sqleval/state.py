@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover - the heavy modules load only when sqleval
 
 STATE_KEY = pytest.StashKey["SqlevalState"]()
 JSON_FAILED_KEY = pytest.StashKey[bool]()
+#: The plugins whose ``pytest_sqleval_execution_profiles`` ran at configure (the rest: conftest.py files found later).
+PROFILES_AT_CONFIGURE_KEY = pytest.StashKey[frozenset]()
 
 
 @dataclass
@@ -61,7 +63,7 @@ class SqlevalState:
         from .suite_cache import load_suite_shared
 
         if path not in self.suites:  # the xdist controller: its workers' reading, from the run's build folder
-            self.suites[path] = load_suite_shared(path, self.engines.build_dir)
+            self.suites[path] = load_suite_shared(path, self.engines.build_dir, as_collected=True)
         return self.suites[path]
 
     def case_engines(self, case, first_engine) -> list:

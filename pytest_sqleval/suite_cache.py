@@ -8,7 +8,8 @@ A file lock makes a second worker wait for the first one's reading instead of re
 
 The key is the file's resolved path, size and modification time, the package version and the session's
 execution profiles (a suite's ``execution:`` is resolved in them): an edited suite is read again. A suite
-that fails to load is never kept (each process reports the error itself).
+that fails to load is never kept (each process reports the error itself). The controller summarises the reading
+its workers collected (a ``.collected`` file names it): their profiles may include a conftest.py's it never loads.
 """
 
 from __future__ import annotations
@@ -20,19 +21,33 @@ from pathlib import Path
 from typing import Any
 
 
-def load_suite_shared(path: str | os.PathLike, folder: Path | None) -> Any:
-    """``loader.load_suite(path)``, read at most once per run among the processes sharing ``folder``."""
-    from .loader import load_suite
+def load_suite_shared(path: str | os.PathLike, folder: Path | None, profiles: Any = None, *,
+                      as_collected: bool = False) -> Any:
+    """``loader.load_suite(path, profiles)``, read at most once per run among the processes sharing ``folder``.
+
+    ``as_collected`` (the xdist controller): the reading a worker collected, made with the profiles of the suite's
+    folder, which may come from a conftest.py the controller never loads (``execution: mine``)."""
+    from . import loader
+
+    def load_suite(path):  # the session's table unless the suite's folder has its own (no argument then)
+        return loader.load_suite(path) if profiles is None else loader.load_suite(path, profiles)
 
     if folder is None:
         return load_suite(path)
     path = Path(path)
     try:
-        cache = folder / "suites" / f"{_key(path)}.pickle"
+        cache = folder / "suites" / f"{_key(path, profiles)}.pickle"
+        pointer = folder / "suites" / f"{_key(path, 'collected')}.collected"
     except OSError:
         return load_suite(path)  # the loader reports a missing or unreadable file
+    if as_collected:
+        suite = _read_collected(pointer)
+        if suite is not None:
+            return suite
     suite = _read(cache)
     if suite is not None:
+        if not as_collected:
+            _point(pointer, cache)
         return suite
     from .execution.backends.setup_scripts import build_lock
 
@@ -44,22 +59,48 @@ def load_suite_shared(path: str | os.PathLike, folder: Path | None) -> Any:
                 _write(cache, suite)
     except OSError:  # the folder went away (end of run): read it here
         return load_suite(path)
+    if not as_collected:
+        _point(pointer, cache)
     return suite
 
 
-def _key(path: Path) -> str:
+def _point(pointer: Path, cache: Path) -> None:
+    """Say which reading a worker collected (the controller summarises that one)."""
+    if not cache.exists():
+        return  # not cacheable: the controller reads the file itself
+    partial = pointer.with_name(f"{pointer.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(cache.name, encoding="utf-8")
+        os.replace(partial, pointer)
+    except OSError:
+        pass
+
+
+def _read_collected(pointer: Path) -> Any:
+    try:
+        name = pointer.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return _read(pointer.with_name(name)) if name.endswith(".pickle") and "/" not in name else None
+
+
+def _key(path: Path, profiles: Any = None) -> str:
     from . import __version__
 
     stat = path.stat()
-    text = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{__version__}\0{_profiles_key()}"
+    text = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{__version__}\0{_profiles_key(profiles)}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _profiles_key() -> str:
-    """The profile table in force, as text: processes whose hooks built different tables share no reading."""
+def _profiles_key(profiles: Any = None) -> str:
+    """The profile table the suite is read with, as text: processes whose hooks built different tables share no
+    reading."""
     from .comparison import active_profiles
 
-    return repr(sorted((str(name), repr(options)) for name, options in active_profiles().items()))
+    if isinstance(profiles, str):  # a key of its own (the pointer to the reading a worker collected)
+        return profiles
+    table = active_profiles() if profiles is None else profiles
+    return repr(sorted((str(name), repr(options)) for name, options in table.items()))
 
 
 def _read(cache: Path) -> Any:

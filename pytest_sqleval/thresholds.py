@@ -172,8 +172,9 @@ def gateable_metric(name: str) -> Metric:
     metrics = active_registry().gateable()
     if name not in metrics:
         if name in active_registry():  # registered, but not to be gated: say so, not "unknown"
+            why = "gateable=False" if not active_registry()[name].gateable else "reported=False (no aggregate)"
             raise ThresholdError(f"unknown metric {name!r} for a threshold: {name!r} is registered with "
-                                 f"gateable=False, so it cannot be gated; metrics that may be: {', '.join(metrics)}")
+                                 f"{why}, so it cannot be gated; metrics that may be: {', '.join(metrics)}")
         raise ThresholdError(f"unknown metric {name!r}; metrics are: {', '.join(metrics)}")
     return active_registry()[name]
 

@@ -517,7 +517,9 @@ def test_the_generated_runs_cover_what_they_claim(project, serial):
     assert {c["difficulty_source"] for c in cases if c["suite"] == "conversations"} >= {"spider"}
     for suite in report["suites"]:
         assert suite["by_gold_sql"]["groups"] < suite["cases"], suite["name"]  # identical golds grouped
-        assert {"short_sql", "single_row", "deep_metric"} <= set(suite["metrics"]), suite["name"]
+        assert {"short_sql", "single_row"} <= set(suite["metrics"]), suite["name"]
+        # sub/conftest.py scores the suites of its folder only, as pytest applies a conftest.py's hooks
+        assert ("deep_metric" in suite["metrics"]) == (suite["name"] in ("eps", "variants")), suite["name"]
     assert report["baseline"]["overall"]["counts"]["regressed"] > 0
     assert report["baseline"]["overall"]["counts"]["fixed"] > 0
     assert {g["kind"] for g in report["gates"]} == {"threshold", "max_regressed", "fail_under_baseline"}

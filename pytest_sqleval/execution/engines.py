@@ -150,7 +150,18 @@ class EngineFactory:
         timeout = self.timeout_for(spec)
         backend = backend_for(spec.url)
         url = self._build(backend, spec, timeout) if spec.setup else spec.url
-        engine = backend.open(url, connect_timeout=timeout)
+        try:
+            engine = backend.open(url, connect_timeout=timeout)
+        except DatabaseError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a user's backend: name it and where it is, not just the URL
+            if type(backend) in BUILTIN_BACKENDS:
+                raise
+            raise DatabaseError(f"cannot open {self.describe(spec)}: open() of {_user_backend(backend)} raised "
+                                f"{type(exc).__name__}: {first_line(exc)}; fix that open() (or the suite's URL)") from None
+        if type(backend) not in BUILTIN_BACKENDS and not hasattr(engine, "connect"):
+            raise DatabaseError(f"cannot open {self.describe(spec)}: open() of {_user_backend(backend)} returned "
+                                f"{type(engine).__name__}, not an engine; return sqlalchemy.create_engine(...)")
         if type(backend) not in BUILTIN_BACKENDS:
             # A user's backend may return an engine that connects lazily: a database it cannot reach is then an
             # error of the suite naming it, as for the built-ins (which probe in open), not an internal error of
@@ -173,6 +184,17 @@ class EngineFactory:
             )
         self._built[spec.url, digest] = built
         return built
+
+
+def _user_backend(backend) -> str:
+    """``the 'shadow' engine backend (conftest.py)``: a user's backend, by name and the file that defines it."""
+    import inspect
+
+    try:
+        where = f" ({inspect.getfile(type(backend))})"
+    except (TypeError, OSError):
+        where = ""
+    return f"the {backend.name!r} engine backend{where}"
 
 
 def factory_engine(factory, spec: DatabaseSpec):
