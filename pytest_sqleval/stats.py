@@ -79,19 +79,25 @@ def mcnemar_exact(b: int, c: int) -> float:
 EXACT_MCNEMAR_LIMIT = 1000
 
 
+def _settled_cdf(k: int, n: int, p: float) -> float | None:
+    """P(X <= k) for X ~ Binomial(n, p) when it needs no sum (k outside 0..n-1, p at 0 or 1), else None."""
+    if k < 0:
+        return 0.0
+    if k >= n or p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    return None
+
+
 def _binomial_cdf_fast(k: int, n: int, p: float) -> float:
     """P(X <= k) for X ~ Binomial(n, p) in O(sqrt(n)) float steps: the smaller tail, from its term nearest the mean
     (log C(n, k) by lgamma) outwards, each term from the one before, until they stop counting (they fall
     monotonically away from the mean); the upper tail is taken as 1 - P(X > k). Agrees with :func:`binomial_cdf`
     (the sum of every term) to ~1e-12 relatively in the lower tail and absolutely near 1."""
-    if k < 0:
-        return 0.0
-    if k >= n:
-        return 1.0
-    if p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 0.0
+    settled = _settled_cdf(k, n, p)
+    if settled is not None:
+        return settled
     q = 1.0 - p
     lower = k < n * p
     i = k if lower else k + 1  # the first term of the tail summed
@@ -115,14 +121,9 @@ def _binomial_cdf_fast(k: int, n: int, p: float) -> float:
 
 def binomial_cdf(k: int, n: int, p: float) -> float:
     """P(X <= k) for X ~ Binomial(n, p), summed in log space (no overflow for large n)."""
-    if k < 0:
-        return 0.0
-    if k >= n:
-        return 1.0
-    if p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 0.0
+    settled = _settled_cdf(k, n, p)
+    if settled is not None:
+        return settled
     log_p, log_q = math.log(p), math.log1p(-p)
     np = _numpy_or_none() if k >= BINOMIAL_TERMS_FOR_NUMPY else None
     if np is not None:  # the same float operations on arrays; math.exp kept (numpy's exp may differ by an ulp)
