@@ -76,10 +76,12 @@ class CIState:
 
 
 def _path_setting(config: pytest.Config, name: str) -> str | None:
+    from .settings import empty_option_message
+
     given = config.getoption(name)
-    if given is not None and not str(given).strip():  # `--sqleval-markdown "$UNSET"`: not the option left out
-        raise pytest.UsageError(f"argument --{name.replace('_', '-')}: empty path {given!r}; drop the option or give "
-                                "a file path (is the variable that should hold it set?)")
+    problem = empty_option_message("--" + name.replace("_", "-"), given, "a file path", noun="path")
+    if problem is not None:  # `--sqleval-markdown "$UNSET"`: not the option left out
+        raise pytest.UsageError(problem)
     value = given or config.getini(name) or None
     if not value:
         return None

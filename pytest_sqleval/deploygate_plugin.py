@@ -69,11 +69,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if state is None:
         return
     from .deploygate import GateOptionError, GateOptions, last_rule_wins, parse_alpha, parse_baseline_rule
+    from .settings import refuse_empty_options
     from .shard import ShardError, parse_shard
     from .thresholds import OVERALL_PREFIX, merge
 
     option = config.option
-    _refuse_empty(option)
+    refuse_empty_options(option, _NON_EMPTY)
     try:
         shard = parse_shard(option.sqleval_shard) if option.sqleval_shard else None
     except ShardError as exc:
@@ -119,13 +120,6 @@ _NON_EMPTY = {"sqleval_baseline": "the deployed model's --sqleval-json report",
               "sqleval_max_regressed": "a whole number of cases", "sqleval_alpha": "a level such as 0.05",
               "sqleval_shard": "K/N, e.g. 1/4"}
 
-
-def _refuse_empty(option: Any) -> None:
-    for name, what in _NON_EMPTY.items():
-        value = getattr(option, name, None)
-        if value is not None and not str(value).strip():
-            raise pytest.UsageError(f"argument --{name.replace('_', '-')}: empty value {value!r}; drop the option or "
-                                    f"give {what} (is the variable that should hold it set?)")
 
 
 def _count(text: Any) -> int:

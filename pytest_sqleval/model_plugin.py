@@ -100,23 +100,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # --------------------------------------------------------------------------- settings
 #: The text options whose explicit empty value (`--sqleval-predictor "$UNSET"`) would read as the option left out:
 #: the suites' own predictions scored instead of the model the user meant to evaluate.
-_TEXT_OPTIONS = ("sqleval_model", "sqleval_model_url", "sqleval_model_key_env", "sqleval_predictor",
-                 "sqleval_prompt", "sqleval_cache", "sqleval_cache_mode", "sqleval_save_predictions")
-
-
-def _refuse_empty_text(option) -> None:
-    for name in _TEXT_OPTIONS:
-        value = getattr(option, name, None)
-        if value is not None and not str(value).strip():
-            raise pytest.UsageError(f"argument --{name.replace('_', '-')}: empty value {value!r}; drop the option or "
-                                    "give a value (is the variable that should hold it set?)")
+_TEXT_OPTIONS = dict.fromkeys(("sqleval_model", "sqleval_model_url", "sqleval_model_key_env", "sqleval_predictor",
+                               "sqleval_prompt", "sqleval_cache", "sqleval_cache_mode", "sqleval_save_predictions"),
+                              "a value")
 
 
 def resolve_model_settings(config: pytest.Config):
     """Command line > ini for the run-wide settings (a suite's `model:` sits between, per field)."""
     from .model.config import DEFAULT_CONCURRENCY, ModelConfig, read_prompt_file
     from .model.runtime import ModelSettings
-    from .settings import positive_float, positive_int
+    from .settings import positive_float, positive_int, refuse_empty_options
 
     def ini(name: str):
         value = config.getini(name)
@@ -133,7 +126,7 @@ def resolve_model_settings(config: pytest.Config):
             raise pytest.UsageError(f"ini option {name}: {exc}") from None
 
     option = config.option
-    _refuse_empty_text(option)
+    refuse_empty_options(option, _TEXT_OPTIONS)
     cli = ModelConfig(
         name=option.sqleval_model, url=option.sqleval_model_url, key_env=option.sqleval_model_key_env,
         timeout=option.sqleval_model_timeout, retries=option.sqleval_model_retries,

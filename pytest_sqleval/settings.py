@@ -6,6 +6,9 @@ import argparse
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
+
+import pytest
 
 from .defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT  # noqa: F401
 from .thresholds import Threshold, ThresholdError, parse_assignment
@@ -223,6 +226,24 @@ def from_invocation_dir(config, path) -> Path:
     return Path(config.invocation_params.dir) / os.path.expanduser(path)
 
 
+def empty_option_message(option: str, value: Any, what: str, noun: str = "value") -> str | None:
+    """Why an explicit empty (or blank) command-line value of ``option`` is refused, else None (not given, or not
+    empty). ``--sqleval-baseline "$UNSET"`` in a CI script would read as the option left out and silently change the
+    run: no baseline gate, the suites' own `predicted:` scored instead of the model's, another database engine."""
+    if value is None or str(value).strip():
+        return None
+    return (f"argument {option}: empty {noun} {value!r}; drop the option or give {what} "
+            "(is the variable that should hold it set?)")
+
+
+def refuse_empty_options(option: Any, wanted: Mapping[str, str]) -> None:
+    """A usage error for the first of the ``wanted`` options (dest -> what to give instead) given an empty value."""
+    for name, what in wanted.items():
+        problem = empty_option_message("--" + name.replace("_", "-"), getattr(option, name, None), what)
+        if problem is not None:
+            raise pytest.UsageError(problem)
+
+
 def _cli_path(value, option: str, what: str):
     """A path given on the command line. An empty one (``--sqleval-predictions="$UNSET"`` in a CI script) is an
     error: read as the option left out, the suites' own `predicted:` would be scored instead of the model's file."""
@@ -237,9 +258,10 @@ def _database_url(cli, ini_value) -> str | None:
     (``--sqleval-database-url "$UNSET"``) is an error: read as the option left out, the suites would silently run on
     their own engines. An empty (or blank) ini value is the option unset, as for every ini option."""
     if cli is not None:
-        if not str(cli).strip():
-            raise SettingsError(f"argument --sqleval-database-url: empty URL {cli!r}; drop the option or give a "
-                                "SQLAlchemy URL like sqlite:///path.db (is the variable that should hold it set?)")
+        problem = empty_option_message("--sqleval-database-url", cli, "a SQLAlchemy URL like sqlite:///path.db",
+                                       noun="URL")
+        if problem is not None:
+            raise SettingsError(problem)
         return str(cli).strip()
     if ini_value is None or not str(ini_value).strip():
         return None
