@@ -95,6 +95,16 @@ def missing_dependency(reason: str) -> None:
     pytest.skip(reason, allow_module_level=True)
 
 
+def chromium_executable() -> str:
+    """Debian's chromium for the HTML tests (skipped locally, failed under CI when it is missing)."""
+    import shutil
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        missing_dependency("Debian's chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+    return exe
+
+
 def require_module(module: str, reason: str | None = None):
     """``pytest.importorskip`` that fails under CI instead of skipping."""
     import importlib

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from fractions import Fraction
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_sqlite, missing_dependency
+from conftest import chromium_executable, make_sqlite
 from pytest_sqleval.baseline import paired_statistics
 from pytest_sqleval.cli import main
 from pytest_sqleval.stats import clopper_pearson, mcnemar_exact, paired_share_interval, sign_flip, wilson
@@ -457,10 +456,7 @@ def test_per_difficulty_and_tag_thresholds_set_the_exit_status_serial_and_xdist_
 # --------------------------------------------------------------------------- the CI outputs against a baseline
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        missing_dependency("Debian's chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
-    return exe
+    return chromium_executable()
 
 
 def browse(chromium: str, page: Path, tmp_path: Path) -> subprocess.CompletedProcess:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import struct
 import subprocess
 import zlib
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ci_support import MISSES, PASSES, full_report, make_shop
-from conftest import missing_dependency
+from conftest import chromium_executable
 from pytest_sqleval.report.html import chart_data, render_html
 
 
@@ -145,11 +144,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        message = "Debian's chromium is not installed (apt-get install -y chromium; .ci/run installs it)"
-        missing_dependency(message)
-    return exe
+    return chromium_executable()
 
 
 def browse(chromium: str, page: Path, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 import subprocess
 import textwrap
 import xml.etree.ElementTree as ET
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_sqlite, missing_dependency
+from conftest import chromium_executable, make_sqlite
 from deploygate_support import make_project, run_report
 
 #: The bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069).
@@ -78,9 +77,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 def test_the_browser_shows_bidi_escapes_and_the_page_still_works(bidi_page: Path, tmp_path: Path):
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        missing_dependency("Debian's chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+    exe = chromium_executable()
     dumped = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
                              bidi_page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dumped.returncode == 0, dumped.stderr[-2000:]

@@ -7,13 +7,12 @@ import contextlib
 import copy
 import json
 import re
-import shutil
 import time
 
 import pytest
 
 from ci_support import full_report, make_shop
-from conftest import missing_dependency
+from conftest import chromium_executable
 from pytest_sqleval.registry import builtin_registry, use_registry
 from pytest_sqleval.report import view
 from pytest_sqleval.report.html import chart_data, render_html
@@ -140,9 +139,7 @@ def test_a_mean_far_above_1_is_left_off_the_rate_chart_with_its_value(latency_re
 def test_the_page_shows_the_mean_beside_the_chart(latency_registry, tmp_path):
     from test_html import browse, console_errors, parse
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        missing_dependency("Debian's chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+    exe = chromium_executable()
     page = tmp_path / "report.html"
     page.write_text(render_html(latency_report()), encoding="utf-8")
     dumped = browse(exe, page, tmp_path, "--dump-dom")

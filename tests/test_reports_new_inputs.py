@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import missing_dependency, require_module
+from conftest import chromium_executable, require_module
 
 
 def _strict_json(text: str):
@@ -148,13 +148,9 @@ CLOSE = "</script><script>document.body.setAttribute('data-pwned','{n}')</script
 def test_hostile_text_of_a_real_run_is_shown_not_run_in_the_browser(db, tmp_path):
     """Suite name, question, tag-free difficulty, predicted SQL and the result values of a real run each carry a
     payload that would set an attribute if it ran; the page renders with none set, no script error, offline."""
-    import shutil
-
     from test_html import browse, console_errors, parse
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        missing_dependency("Debian's chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+    exe = chromium_executable()
     suite(db, f"""
         suite: "{CLOSE.format(n='suite')}"
         database: d.sqlite
