@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .options import OptionGroup, number_ini
+from .options import OptionGroup, number_ini, refuse_empty_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from .deploygate import GateOptions
@@ -69,7 +69,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if state is None:
         return
     from .deploygate import GateOptionError, GateOptions, last_rule_wins, parse_alpha, parse_baseline_rule
-    from .settings import refuse_empty_options
     from .shard import ShardError, parse_shard
     from .thresholds import OVERALL_PREFIX, merge
 

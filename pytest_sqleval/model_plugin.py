@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .options import OptionGroup, number_ini
+from .options import OptionGroup, number_ini, refuse_empty_options
 
 RUNTIME_KEY = pytest.StashKey["ModelRuntime"]()
 SAVED_KEY = pytest.StashKey[str]()
@@ -109,7 +109,7 @@ def resolve_model_settings(config: pytest.Config):
     """Command line > ini for the run-wide settings (a suite's `model:` sits between, per field)."""
     from .model.config import DEFAULT_CONCURRENCY, ModelConfig, read_prompt_file
     from .model.runtime import ModelSettings
-    from .settings import positive_float, positive_int, refuse_empty_options
+    from .settings import positive_float, positive_int
 
     def ini(name: str):
         value = config.getini(name)

@@ -127,3 +127,14 @@ def _ini_is_set(config: pytest.Config, name: str) -> bool:
         return config.getini(name) not in ("", None, [], False)
     except Exception:  # noqa: BLE001 - an unreadable value: resolve the settings, which say what is wrong
         return True
+
+
+def refuse_empty_options(option, wanted) -> None:
+    """A usage error for the first of the ``wanted`` options (dest -> what to give instead) given an explicit empty
+    value (:func:`pytest_sqleval.settings.empty_option_message`)."""
+    from .settings import empty_option_message
+
+    for name, what in wanted.items():
+        problem = empty_option_message("--" + name.replace("_", "-"), getattr(option, name, None), what)
+        if problem is not None:
+            raise pytest.UsageError(problem)

@@ -6,9 +6,7 @@ import argparse
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
-
-import pytest
+from typing import Any
 
 from .defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT  # noqa: F401
 from .thresholds import Threshold, ThresholdError, parse_assignment
@@ -234,14 +232,6 @@ def empty_option_message(option: str, value: Any, what: str, noun: str = "value"
         return None
     return (f"argument {option}: empty {noun} {value!r}; drop the option or give {what} "
             "(is the variable that should hold it set?)")
-
-
-def refuse_empty_options(option: Any, wanted: Mapping[str, str]) -> None:
-    """A usage error for the first of the ``wanted`` options (dest -> what to give instead) given an empty value."""
-    for name, what in wanted.items():
-        problem = empty_option_message("--" + name.replace("_", "-"), getattr(option, name, None), what)
-        if problem is not None:
-            raise pytest.UsageError(problem)
 
 
 def _cli_path(value, option: str, what: str):
