@@ -18,6 +18,9 @@ Three limits hold whatever the query does:
   spilling. Going over is a miss of kind ``memory``.
 - **survival**: a crash of the query process (a driver bug, the kernel's OOM
   killer) is that one query's error; the next query starts a fresh process.
+  So does a query that left the process unsound (out of memory, Python's
+  recursion limit, an unexpected exception) or holding over half its memory
+  cap: the process answers, then retires, and the next query gets a fresh fork.
 
 Killing costs one fork of the zygote (milliseconds), paid only after a query
 was killed. A query that ends normally costs one round trip on a local socket
@@ -166,6 +169,10 @@ class QuerySandbox:
         self._current: _QueryProcess | None = None
         self._pending: _Sent | None = None  # a query sent by submit(), its answer not read yet
         self._lock = threading.Lock()
+        #: why the last query process that retired did so (see :mod:`.sandbox_worker`), and the largest peak
+        #: resident size (bytes) of a retired query process
+        self.last_retirement: str | None = None
+        self.retired_peak = 0
 
     @property
     def pid(self) -> int | None:
@@ -317,6 +324,10 @@ class QuerySandbox:
             if sent.failed:
                 raise EOFError
             answer: tuple[Any, ...] = _receive(process, sent.deadline)
+            if answer[0] == "retire":  # its state is no longer sound (see sandbox_worker): the next query gets a new one
+                _status, answer, self.last_retirement, peak = answer
+                self.retired_peak = max(self.retired_peak, peak)
+                self._replace(process)
             return answer
         except TimeoutError:
             self._replace(process)

@@ -7,6 +7,12 @@ caps its own data memory (``RLIMIT_DATA``) before the first query and is killed 
 parent dies, so nothing it runs can outlive the run or take more than the memory cap. Everything a query can do wrong
 comes back as an answer (a result or a :class:`~pytest_sqleval.errors.QueryError` kind and message);
 only the parent's wall clock (a kill) or the kernel stops this process from outside.
+
+A query process whose state can no longer be trusted retires after its answer (the answer comes as
+``("retire", answer, reason, peak bytes)``): after a query ran out of memory, met Python's recursion limit or
+raised something unexpected (an interpreter that hit a limit inside C code can fail later in unrelated places:
+a parse raising ``TypeError``, a crash), or when it kept more than half its memory cap. Its parent forks a
+fresh one for the next query, so one hostile prediction never changes another prediction's verdict.
 """
 
 from __future__ import annotations
@@ -90,6 +96,8 @@ class Worker:
     def __init__(self) -> None:
         self.engines: dict[Any, Any] = {}
         self.versions: dict[Any, Any] = {}  # key -> the SQLite file's version when its engine was opened
+        #: why this process must retire after its current answer (None: it may serve the next query)
+        self.unsound: str | None = None
 
     def engine(self, target: tuple, max_memory: int | None):
         from ..errors import DatabaseError
@@ -125,7 +133,9 @@ class Worker:
             _dispose(self.engines.pop(key))
 
     def handle(self, request: dict[str, Any]) -> tuple:
+        """The answer to one request; sets :attr:`unsound` when this process should run no further query."""
         from ..errors import DatabaseError, QueryError
+        from ..sql.guard import NestedTooDeeply
 
         if "release" in request:
             self.release(request["release"])
@@ -133,13 +143,20 @@ class Worker:
         started = time.monotonic()
         try:
             return ("ok", self._run(request, started))
+        except NestedTooDeeply as exc:  # the guard met Python's recursion limit
+            self.unsound = "it reached Python's recursion limit"
+            return ("error", exc.kind, exc.message)
         except QueryError as exc:
+            if exc.kind == "memory":
+                self.unsound = "a query ran out of memory"
             return ("error", exc.kind, exc.message)
         except DatabaseError as exc:
             return ("database", str(exc))
         except MemoryError:
+            self.unsound = "a query ran out of memory"
             return ("error", "memory", _memory_message(request))
         except RecursionError:
+            self.unsound = "it reached Python's recursion limit"
             return ("error", "rejected", "the query is nested too deeply to check")
 
     def _run(self, request: dict[str, Any], started: float):
@@ -195,6 +212,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, max_memory: int | None) -> None:
 
     threading.stack_size(512 * 1024)  # the watchdog threads need little stack; stacks count as data memory
     _limit_memory(max_memory)
+    start_size = _data_size()
     worker = Worker()
     write_message(stdout, ("ready", os.getpid()))
     while True:
@@ -205,13 +223,47 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, max_memory: int | None) -> None:
         try:
             answer = worker.handle(request)
         except MemoryError:
+            worker.unsound = "a query ran out of memory"
             answer = ("error", "memory", _memory_message(request))
         except BaseException as exc:  # noqa: BLE001 - anything else is reported, never fatal here
+            worker.unsound = f"it raised {type(exc).__name__}"
             answer = ("error", "runtime", f"{type(exc).__name__}: {exc}"[:500])
+        reason = worker.unsound or _kept_memory(start_size, max_memory)
+        if reason is not None:
+            answer = ("retire", answer, reason, _peak_size())
         try:
             write_message(stdout, answer)
         except MemoryError:
-            write_message(stdout, ("error", "memory", _memory_message(request)))
+            write_message(stdout, ("retire", ("error", "memory", _memory_message(request)), "a query ran out of memory",
+                                   _peak_size()))
+            return
+        if reason is not None:
+            return  # its successor, a fresh fork of the zygote, runs the next query
+
+
+def _kept_memory(start_size: int, max_memory: int | None) -> str | None:
+    """Why a process that kept more than half its memory cap after answering must retire (None: it did not).
+
+    The next query could not have the cap: it would run out of memory in places that do not fail cleanly (a
+    parse, a driver's C code), and an innocent prediction would score as a crash."""
+    if not max_memory:
+        return None
+    kept = _data_size() - start_size
+    if kept <= max_memory // 2:
+        return None
+    return f"it kept {kept / 2**20:.0f} MiB of its {max_memory / 2**20:.0f} MiB cap after the query"
+
+
+def _peak_size() -> int:
+    """This process's peak resident size (VmHWM), in bytes (0 when unknown)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def zygote(control_fd: int) -> None:
