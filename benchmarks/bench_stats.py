@@ -39,7 +39,6 @@ def new_bootstrap_mean(values):
 
 
 def new_paired_share_interval(better, worse, n):
-    stats._log_binomials.cache_clear()
     return stats.paired_share_interval(better, worse, n)
 
 

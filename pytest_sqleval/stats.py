@@ -120,47 +120,17 @@ def _binomial_cdf_fast(k: int, n: int, p: float) -> float:
 
 
 def binomial_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p), summed in log space (no overflow for large n)."""
+    """P(X <= k) for X ~ Binomial(n, p): every term of the sum, in log space (no overflow for large n). The plain
+    formula, kept as the reference :func:`_binomial_cdf_fast` is checked against (the tests); the statistics use
+    the fast one."""
     settled = _settled_cdf(k, n, p)
     if settled is not None:
         return settled
     log_p, log_q = math.log(p), math.log1p(-p)
-    np = _numpy_or_none() if k >= BINOMIAL_TERMS_FOR_NUMPY else None
-    if np is not None:  # the same float operations on arrays; math.exp kept (numpy's exp may differ by an ulp)
-        coefficients, below, above = _log_binomials(n, k)
-        shifted = coefficients + below * log_p + above * log_q
-        top = float(shifted.max())
-        shifted -= top
-        # exp of less than -1000 is 0.0, which adds nothing to the fsum (the top term is 1.0)
-        return min(1.0, math.exp(top) * math.fsum(map(math.exp, shifted[shifted >= -1000.0].tolist())))
     logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
             for i in range(k + 1)]
     top = max(logs)
     return min(1.0, math.exp(top) * math.fsum(math.exp(v - top) for v in logs))
-
-
-#: Terms (k + 1) from which :func:`binomial_cdf` works on numpy arrays (31,000 terms took 1.3 s in the Python loop;
-#: :func:`clopper_pearson` no longer sums every term: :func:`_binomial_cdf_fast`).
-BINOMIAL_TERMS_FOR_NUMPY = 2000
-
-
-def _numpy_or_none() -> Any:
-    try:
-        import numpy
-    except ImportError:
-        return None
-    return numpy
-
-
-@functools.lru_cache(maxsize=2)  # the lower bound's (n, k), then the upper's: at most ~5 MB for 100,000 pairs
-def _log_binomials(n: int, k: int) -> tuple[Any, Any, Any]:
-    """log C(n, i) as :func:`binomial_cdf` computes it (the same lgamma differences), i and n - i, for i = 0..k, as
-    numpy arrays: the bisection of one interval asks for the same (n, k) 80 times."""
-    import numpy as np
-
-    coefficients = np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)])
-    below = np.arange(k + 1, dtype=np.float64)  # exact below 2**53, as Python converts i in i * log_p
-    return coefficients, below, float(n) - below
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float] | None:

@@ -207,12 +207,11 @@ def test_at_20000_differences_the_numbers_are_the_old_ones():
 
 
 # --------------------------------------------------------------------------- the McNemar path: exact intervals
-def test_binomial_cdf_on_arrays_gives_the_old_value_bit_for_bit():
+def test_binomial_cdf_gives_the_old_value_bit_for_bit():
+    """The reference sum of every term (the fast tail is checked against it) is the old code's, numpy or not."""
     rng = random.Random(6)
-    cases = [(k, n, p) for k, n in ((1999, 2000), (2000, 2001), (2000, 4000), (2500, 90_000), (30_000, 31_000))
+    cases = [(k, n, p) for k, n in ((0, 1), (1999, 2000), (2000, 4000), (2500, 9000))
              for p in (1e-12, 0.02, k / n, 0.5, 0.97, 1 - 1e-12, rng.random())]
-    cases += [(k, n, rng.random() ** rng.choice([1, 4, 16])) for n in (rng.randint(2001, 50_000) for _ in range(40))
-              for k in (rng.randint(2000, n),)]
     for k, n, p in cases:
         assert stats.binomial_cdf(k, n, p).hex() == old_binomial_cdf(k, n, p).hex(), (k, n, p)
 
@@ -223,7 +222,7 @@ def test_the_exact_paired_share_interval_is_unchanged_without_summing_every_term
     """The interval bisects over the tail summed from the mean outwards (O(sqrt(n)) terms), not every term:
     the old interval to a relative 1e-9, with or without numpy."""
     expected = old_paired_share_interval(better, worse, n)
-    monkeypatch.setattr(stats, "_log_binomials", lambda *args: pytest.fail("summed every term"))
+    monkeypatch.setattr(stats, "binomial_cdf", lambda *args: pytest.fail("summed every term"))
     assert stats.paired_share_interval(better, worse, n) == pytest.approx(expected, rel=1e-9, abs=1e-15)
     monkeypatch.setitem(sys.modules, "numpy", None)  # without numpy: the same numbers
     assert stats.paired_share_interval(better, worse, n) == pytest.approx(expected, rel=1e-9, abs=1e-15)
