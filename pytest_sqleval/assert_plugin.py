@@ -256,6 +256,8 @@ class QueryRunner:
             raise QueryError("no_prediction", "no prediction (sqleval_query got None)")
         if not isinstance(sql, str):
             raise TypeError(f"sqleval_query: sql must be SQL text (a str), not {type(sql).__name__}")
+        if not sql.strip():  # as the helpers and a suite's case call an empty answer
+            raise QueryError("no_prediction", "the prediction is empty (sqleval_query got no SQL text)")
         timeout, max_rows = run_limits(timeout, max_rows)
         settings = running_settings()
         try:

@@ -366,10 +366,17 @@ def test_sqleval_query_given_no_text_says_so(teams):
             with pytest.raises(TypeError, match=f"sqleval_query: sql must be SQL text \\(a str\\), not {type(sql).__name__}"):
                 sqleval_query(sql)
 
+        @pytest.mark.parametrize("sql", ["", "   ", "\\n\\t"])
+        def test_empty(sqleval_query, sql):
+            # as check_execution_match and a suite's case call an empty answer (it was `rejected`, "no statement")
+            with pytest.raises(QueryError) as info:
+                sqleval_query(sql)
+            assert info.value.kind == "no_prediction" and "empty" in info.value.message
+
         def test_text(sqleval_query):
             assert sqleval_query("SELECT count(*) FROM teams").rows == [(4,)]
     """)
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=8)
 
 
 UUID_TESTS = """
