@@ -157,6 +157,8 @@ def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path, parts_db: Path) 
     assert done.returncode == 2 and "database file not found" in done.stderr and "Traceback" not in done.stderr
     done = _run(["generate", str(parts_db), "-o", "x.sqleval.yaml", "--model", "m", "--mix", "joins=2"], tmp_path)
     assert done.returncode == 2 and "--mix: unknown 'joins'" in done.stderr
+    done = _run(["generate", str(parts_db), "-o", "x.sqleval.yaml", "--model", "m", "--mix", " "], tmp_path)
+    assert done.returncode == 2 and "--mix is empty" in done.stderr and "leave --mix out" in done.stderr
     done = _run(["generate", str(parts_db), "-o", "x.sqleval.yaml", "--model", "m", "--model-url",
                  "http://127.0.0.1:9/v1", "--cache-mode", "off"], tmp_path)
     assert done.returncode == 2 and "the model call failed" in done.stderr and "Traceback" not in done.stderr

@@ -72,13 +72,16 @@ class GenerateOptions:
             raise GenerateError(f"--temperature must be a finite number from 0, not {temperature}")
         if timeout is not None and not (math.isfinite(timeout) and 0 < timeout <= 86400):
             raise GenerateError(f"--timeout must be a finite number of seconds > 0 and <= 86400, not {timeout}")
-        return cls(mix=parse_mix(mix) if mix else dict(DEFAULT_MIX), **values)
+        return cls(mix=dict(DEFAULT_MIX) if mix is None else parse_mix(mix), **values)
 
 
 def parse_mix(text: str) -> dict[str, float]:
     """``"join=3,group_by=2,hard"`` -> ``{"join": 3, "group_by": 2, "hard": 1}``."""
     mix: dict[str, float] = {}
     allowed = (*CLAUSE_TYPES, *DIFFICULTY_CLASSES)
+    if not text.strip():  # `--mix "$MIX"` with the variable unset: never the default mix in silence
+        raise GenerateError("--mix is empty: name clause types and difficulty classes with weights (e.g. "
+                            "join=3,hard=1), or leave --mix out for the default even mix")
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, _, weight = part.partition("=")
         name = name.strip().lower().replace(" ", "_").replace("-", "_")
