@@ -37,6 +37,8 @@ chat = chat_fixture()
     ('```json\n{"reasoning": "count them", "query": "select count(*) from t;"}\n```', "select count(*) from t;",
      "json"),
     ('Here you go:\n{"SQL": "WITH c AS (SELECT 1) SELECT * FROM c"}', "WITH c AS (SELECT 1) SELECT * FROM c", "json"),
+    ('{"sql": ["SELECT name FROM shops"]}', "SELECT name FROM shops", "json"),  # one query, in a list
+    ('{"answer": {"query": [" select 1 "]}}', "select 1", "json"),
     # a tilde fence (CommonMark) with and without a language tag
     ("Here:\n~~~sql\nSELECT a FROM t;\n~~~\nThis selects a.", "SELECT a FROM t;", "fenced"),
     ("~~~\nselect a\nfrom t\n~~~", "select a\nfrom t", "fenced"),
@@ -65,6 +67,7 @@ def test_reply_shapes_give_their_sql(text, sql, step):
     'The answer is `SELECT name FROM` and more.',             # does not parse as a query
     '{"answer": "I cannot tell from this schema"}',           # JSON without SQL
     '{"sql": "I cannot answer that"}',                        # JSON whose sql is prose
+    '{"sql": ["SELECT a FROM t", "SELECT b FROM t"]}',       # two queries: which one would be scored?
     "I'm sorry, but the schema has no table for `weather`.",  # a refusal
 ])
 def test_replies_without_a_query_stay_no_sql(text):

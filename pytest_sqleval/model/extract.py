@@ -310,7 +310,8 @@ def _no_sql(raw: str, mode: str, step: str) -> Extraction:
 
 def _json_sql(text: str) -> str | None:
     """``{"sql": "SELECT ..."}`` (also ``query``/``sql_query``, any case), alone, after prose or in a fenced block;
-    also in an object inside it (``{"answer": {"sql": ...}}``, two levels down at most), the outer object's first."""
+    also in an object inside it (``{"answer": {"sql": ...}}``, two levels down at most), the outer object's first;
+    a list holding one query (``{"sql": ["SELECT ..."]}``) is that query (several are no answer: which one?)."""
     import json
 
     bodies = [m.group(3) for m in _FENCE.finditer(text)][::-1]
@@ -326,6 +327,8 @@ def _json_sql(text: str) -> str | None:
         for _ in range(3):  # the top level first, then objects inside it: {"answer": {"sql": ...}}
             for item in objects:
                 for key, value in item.items():
+                    if isinstance(value, list) and len(value) == 1:  # {"sql": ["SELECT ..."]}: one query, listed
+                        value = value[0]
                     if str(key).lower() in JSON_SQL_KEYS and isinstance(value, str) and looks_like_sql(value.strip()):
                         return value.strip()
             objects = [v for item in objects for v in item.values() if isinstance(v, dict)]
