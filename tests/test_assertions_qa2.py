@@ -314,3 +314,41 @@ def test_assert_compare_results_match_explains_itself_without_assertion_rewritin
     assert text.count("sqleval verdict") == 1
     assert "rows only in gold:       (Avionics, 5)" in text
     assert "rows only in prediction: (Avionics, 4)" in text
+
+
+def test_a_writing_gold_on_a_users_in_memory_engine_is_a_gold_error_as_on_a_file(pytester: pytest.Pytester):
+    """A gold that writes (`DELETE FROM t`) on the user's own in-memory SQLite engine (one the query process cannot
+    reopen: it runs in the pytest process, on the user's writable connection) gave an empty 0-column result, which
+    an empty prediction's result equals; on a file engine the read-only connection refuses it (GoldError). Now both
+    are a GoldError saying the statement is not a query, and the table keeps its rows (rolled back)."""
+    result = _run(pytester, """
+        import pytest
+        from sqlalchemy import create_engine, text
+        from sqlalchemy.pool import StaticPool
+        from pytest_sqleval import GoldError, QueryError, assert_execution_match, check_execution_match
+
+        @pytest.fixture
+        def sqleval_engine():
+            engine = create_engine("sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False})
+            with engine.begin() as conn:
+                conn.execute(text("CREATE TABLE t (a INTEGER)"))
+                conn.execute(text("INSERT INTO t VALUES (1), (2)"))
+            yield engine
+            engine.dispose()
+
+        @pytest.mark.parametrize("gold", ["DELETE FROM t", "UPDATE t SET a = 5", "INSERT INTO t VALUES (3)"])
+        def test_writing_gold(sqleval_engine, gold):
+            with pytest.raises(GoldError, match="not a query"):
+                check_execution_match(gold, "SELECT a FROM t WHERE a > 5", engine=sqleval_engine)
+            with sqleval_engine.connect() as conn:
+                assert conn.execute(text("SELECT a FROM t ORDER BY a")).fetchall() == [(1,), (2,)]
+
+        def test_reading_gold(sqleval_engine):
+            assert_execution_match("SELECT a FROM t", "SELECT a FROM t ORDER BY a DESC", engine=sqleval_engine)
+
+        def test_query_untouched(sqleval_query):
+            with pytest.raises(QueryError) as info:
+                sqleval_query("DELETE FROM t")
+            assert info.value.kind == "rejected"
+    """)
+    result.assert_outcomes(passed=5)

@@ -130,8 +130,12 @@ class Backend:
         try:
             cursor = conn.cursor()
             cursor.execute(sql)
+            if cursor.description is None:  # a statement with no result set: nothing a query's result could equal
+                raise QueryError("rejected", NOT_A_QUERY)
             rows = [tuple(r) for r in cursor.fetchmany(limits.max_rows + 1)]
-            columns = tuple(d[0] for d in cursor.description or ())
+            columns = tuple(d[0] for d in cursor.description)
+        except QueryError:
+            raise
         except Exception as exc:  # noqa: BLE001 - DB-API drivers raise their own classes
             raise self.classify(exc, conn=conn, sql=sql, limits=limits,
                                 elapsed=time.monotonic() - started) from None
@@ -197,6 +201,11 @@ class Backend:
 
 
 # --------------------------------------------------------------------------- shared by the backends
+#: Why a statement that ran without a result set (``DELETE`` on a writable engine of the user's) scores nothing; it
+#: was rolled back with the rest of the query's transaction.
+NOT_A_QUERY = "the statement is not a query: it returned no result set (only a single read-only query runs)"
+
+
 def cap_rows(rows: list[tuple], max_rows: int) -> list[tuple]:
     """``rows`` (at most ``max_rows + 1`` were fetched), or a ``row_limit`` error when there are too many."""
     if len(rows) > max_rows:

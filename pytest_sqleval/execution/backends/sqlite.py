@@ -18,6 +18,7 @@ from ...suite import file_url, hide_password
 from ..targets import file_version, register_target, registered_target
 from .base import (
     DEFAULT_CONNECT_TIMEOUT,
+    NOT_A_QUERY,
     Backend,
     BuildContext,
     Dialect,
@@ -73,7 +74,9 @@ class SQLiteBackend(Backend):
                 raise self.classify(exc, conn=conn, sql=sql, limits=limits) from None
             except sqlite3.Warning as exc:  # "You can only execute one statement at a time."
                 raise QueryError("rejected", str(exc)) from None
-            columns = tuple(d[0] for d in cursor.description or ())
+            if cursor.description is None:  # a writable engine of the user's ran a statement that is no query
+                raise QueryError("rejected", NOT_A_QUERY)
+            columns = tuple(d[0] for d in cursor.description)
             cursor.close()
         finally:
             conn.set_progress_handler(None, 0)
