@@ -78,6 +78,7 @@ class CaseRecord(TypedDict, total=False):
     cost: Optional[float]
     prediction_extra: dict[str, Any]
     model_repeats: list[dict[str, Any]]  # --dist each: the case's other workers' model calls ({cached, tokens, ...})
+    model_history_calls: list[dict[str, Any]]  # earlier turns asked for this turn's history only ({case, cached, ...})
     # kept in the process, not written to the report
     path: str
     gold_status: str

@@ -65,6 +65,8 @@ class PredictionResult:
     extraction: dict[str, str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     request: dict[str, Any] | None = None  # what was asked (model, endpoint, parameters, prompt sha256), for the run block
+    #: calls made for this turn's history only (earlier turns that did not run in this process): their cost
+    history_calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def query_error(self):
@@ -85,6 +87,8 @@ class PredictionResult:
 
             if self.sql is not None and not is_valid_text(self.sql):  # the record's `predicted` shows U+FFFD for it:
                 fields["predicted_as_given"] = self.sql  # --sqleval-save-predictions writes this, so a replay scores alike
+        if self.history_calls:
+            fields["model_history_calls"] = [dict(call) for call in self.history_calls]
         if self.extra:
             fields["prediction_extra"] = dict(self.extra)
         return fields

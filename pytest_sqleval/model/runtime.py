@@ -86,6 +86,10 @@ class ModelRuntime:
         self._lock = threading.Lock()
         self.futures: dict[str, Future] = {}  # node id -> Future[PredictionResult]
         self.answers: dict[tuple[str, str], PredictionResult] = {}  # (suite path, case id) -> result (history)
+        #: calls made only for a later turn's history (its earlier turns did not run in this process), in order;
+        #: and by the node id of the case whose prompt needed them (its record counts them)
+        self._history_log: list[dict[str, Any]] = []
+        self._history_calls: dict[str, list[dict[str, Any]]] = {}
         self.fatal: str | None = None
         self._schema_texts: dict[Any, str] = {}
         self._positions: dict[str, int] | None = None
@@ -153,8 +157,9 @@ class ModelRuntime:
                 error_message=f"the sqleval_predictor fixture returned {type(predictor).__name__}, not a callable; fix: "
                               "return a function that takes the case and returns its SQL (`def predict(case): ...`)"))
         else:
+            mark = len(self._history_log)
             try:
-                case = self.predictor_case(item, config)
+                case = self.predictor_case(item, config, predictor)
             except Exception as exc:  # noqa: BLE001 - a database or template problem: this case's model_error
                 future = Future()
                 future.set_result(PredictionResult(None, "model", error_kind="model_error", model=label,
@@ -162,6 +167,10 @@ class ModelRuntime:
             else:
                 future = self.pool.submit(_predict, predictor, case, spec.extract or "auto", label, config,
                                           self.describe(suite, predictor, label), self._timeout(predictor, config))
+            if not isinstance(item, EarlierTurn):  # an earlier turn's own history calls are its later turn's too
+                calls, self._history_log[mark:] = self._history_log[mark:], []
+                if calls:
+                    self._history_calls[item.nodeid] = calls
         with self._lock:
             self.futures.setdefault(item.nodeid, future)
 
@@ -190,6 +199,7 @@ class ModelRuntime:
             result = PredictionResult(None, "model", error_kind="model_error",
                                       error_message=f"not called: the session is stopping ({self.fatal})")
         self.answers[(str(item.suite.path), item.case.id)] = result
+        result.history_calls = self._history_calls.pop(item.nodeid, [])
         if result.fatal and self.fatal is None:
             self.fatal = result.error_message
             session.shouldstop = f"sqleval: the model cannot be used, stopping the session: {result.error_message}"
@@ -255,7 +265,7 @@ class ModelRuntime:
         return (str(item.suite.path), previous) in self.answers
 
     # -- the case as a predictor sees it -----------------------------------------------------
-    def predictor_case(self, item, config: ModelConfig) -> PredictorCase:
+    def predictor_case(self, item, config: ModelConfig, predictor=None) -> PredictorCase:
         from ..evaluate import suite_dialect
         from .prompt import compiled
 
@@ -265,7 +275,7 @@ class ModelRuntime:
         dialect = suite_dialect(suite, engine)
         schema_format = spec.schema_format or "ddl"
         schema = self.schema_text(case, suite, engine, dialect, schema_format, spec.sample_rows or 0)
-        history = self.history(item, spec.history or "model")
+        history = self.history(item, spec.history or "model", predictor)
         examples = examples_for(case, suite, spec.examples)
         evidence = getattr(case, "evidence", None)
         metadata = dict(case.extra or {})
@@ -297,7 +307,7 @@ class ModelRuntime:
             self._schema_texts[key] = render_schema(tables, fmt, dialect=dialect, rows=samples)
         return self._schema_texts[key]
 
-    def history(self, item, mode: str) -> list[dict[str, Any]]:
+    def history(self, item, mode: str, predictor=None) -> list[dict[str, Any]]:
         case, suite = item.case, item.suite
         if case.interaction is None or mode == "none":
             return []
@@ -307,13 +317,34 @@ class ModelRuntime:
             if mode == "gold":
                 sql = turn.gold
             else:
-                answer = self.answers.get((str(suite.path), turn.id))
-                if answer is None:
-                    future = self.futures.get(f"{item.nodeid.rpartition('::')[0]}::{turn.item_name}")
-                    answer = future.result() if future is not None and future.done() and not future.cancelled() else None
+                answer = self._earlier_answer(item, turn, predictor)
                 sql = answer.sql if answer is not None else None
             history.append({"question": turn.question or "", "sql": sql})
         return history
+
+    def _earlier_answer(self, item, turn, predictor) -> PredictionResult | None:
+        """The model's answer to an earlier turn: the one this process got, else (the turn was selected out with
+        ``-k`` or ran on another worker under ``worksteal``) the model asked now, with that turn's own prompt and
+        history, as a serial run asks it (the response cache answers it when any process asked it already)."""
+        suite = item.suite
+        answer = self.answers.get((str(suite.path), turn.id))
+        if answer is not None:
+            return answer
+        nodeid = f"{item.nodeid.rpartition('::')[0]}::{turn.item_name}"
+        future = self.futures.get(nodeid)
+        if future is not None:
+            return future.result() if future.done() and not future.cancelled() else None
+        if predictor is None or self.fatal is not None:
+            return None
+        earlier = EarlierTurn(turn, suite, nodeid + EarlierTurn.SUFFIX)
+        self.submit(earlier, predictor)
+        try:
+            answer = self.futures[earlier.nodeid].result()
+        except CancelledError:
+            return None
+        self.answers[(str(suite.path), turn.id)] = answer
+        self._history_log.append(history_call(turn.id, answer))
+        return answer
 
     def close(self) -> None:
         if self._pool is not None:
@@ -360,6 +391,25 @@ class DaemonPool:
         if wait:
             for thread in self._threads:
                 thread.join()
+
+
+class EarlierTurn:
+    """An earlier turn of an interaction that did not run in this process, asked of the model for a later turn's
+    history only: what :meth:`ModelRuntime.submit` needs of an item (its own node id, never the real item's)."""
+
+    SUFFIX = " (history)"
+
+    def __init__(self, case, suite, nodeid: str) -> None:
+        self.case, self.suite, self.nodeid = case, suite, nodeid
+
+
+def history_call(case_id: str, result: PredictionResult) -> dict[str, Any]:
+    """What a call made for a later turn's history cost (the record's ``model_history_calls``)."""
+    entry: dict[str, Any] = {"case": case_id, "cached": result.cached, "tokens": result.tokens,
+                             "latency_s": result.latency_s, "cost": result.cost}
+    if result.error_kind == "model_error":
+        entry["error"] = {"kind": "model_error"}
+    return entry
 
 
 class PendingPrediction:

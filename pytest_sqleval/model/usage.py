@@ -47,11 +47,13 @@ def repeat_entry(record: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The suite's model usage, or None when no case asked a model. A case's ``model_repeats`` (its other runs under
-    ``--dist each``) count as calls and cache hits of their own."""
+    ``--dist each``) and ``model_history_calls`` (earlier turns asked for its history only: selected out with ``-k``,
+    or run on another worker under ``worksteal``) count as calls and cache hits of their own."""
     cases = model_records(records)
     if not cases:
         return None
-    runs = [*cases, *(r for case in cases for r in (case.get("model_repeats") or ()) if isinstance(r, Mapping))]
+    runs = [*cases, *(r for case in cases for key in ("model_repeats", "model_history_calls")
+                      for r in (case.get(key) or ()) if isinstance(r, Mapping))]
     called = [r for r in runs if r.get("cached") is False]
     latencies = [float(r["latency_s"]) for r in called if isinstance(r.get("latency_s"), (int, float))]
     costs = [r["cost"] for r in runs if isinstance(r.get("cost"), (int, float))]
