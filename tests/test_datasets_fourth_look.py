@@ -421,7 +421,9 @@ def test_each_statistic_of_a_tiny_suite_counted_by_hand(tmp_path: Path) -> None:
     assert stats["clauses"]["JOIN"]["percent"] == 25.0
     assert {k: v["count"] for k, v in stats["joins"].items()} == {"0": 3, "1": 1, "2": 0, "3+": 0}
     assert stats["tables_per_query"] == {"mean": 1.5, "median": 1.5, "min": 1.0, "max": 2.0}
-    assert stats["columns_per_query"] == {"mean": 1.0, "median": 0.5, "min": 0.0, "max": 3.0}
+    # distinct table columns: c reads singer.name, singer.singer_id, concert.singer_id, singer.age (4: the two
+    # singer_id columns are two, of two tables); d reads singer.name and concert.name (2); a and b none
+    assert stats["columns_per_query"] == {"mean": 1.5, "median": 1.0, "min": 0.0, "max": 4.0}
     assert stats["sql_tokens"] == {"mean": 12.25, "median": 8.0, "min": 7.0, "max": 26.0}
     assert stats["question_words"] == {"mean": 4.0, "median": 3.0, "min": 3.0, "max": 6.0}
     assert stats["duplicates"] == {"exact_questions": 1, "exact_question_groups": 1, "exact_gold_sql": 1,
@@ -536,3 +538,21 @@ def test_bird_minidev_golds_are_the_official_gold_file_and_logiccat_keeps_every_
         assert after == before and "\n" not in imported[f"q{entry['idx']:04d}"]
         assert [t for t in after if t[0] in quoted] == [t for t in before if t[0] in quoted]
     assert multi_line > 10
+
+
+@pytest.mark.parametrize("sql, columns", [
+    ("SELECT T1.name, T2.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id", 4),  # two tables' names
+    ("SELECT a.id FROM t AS a JOIN t AS b ON a.id = b.parent", 2),            # a self-join: t.id, t.parent
+    ("SELECT name FROM singer WHERE singer.name = 'x'", 1),                    # qualified or not, one column
+    ("SELECT name FROM a JOIN b ON a.id = b.id WHERE a.name = 'x'", 3),        # name is a.name's: a.id, b.id, a.name
+    ("SELECT name FROM singer WHERE age > (SELECT avg(T1.age) FROM singer AS T1)", 2),  # an alias in a subquery
+    ("SELECT x.c FROM (SELECT c FROM t) AS x", 1),                             # a derived table's column is t.c
+    ("WITH w AS (SELECT a FROM t) SELECT w.a, a FROM w", 1),                   # a CTE's column is t.a
+    ("SELECT a FROM t UNION SELECT a FROM u", 2),                              # t.a and u.a
+    ("SELECT count(*) FROM t", 0),
+])
+def test_columns_per_query_are_distinct_table_columns(sql, columns):
+    """`T1.name, T2.name` of two tables counted as one column (names were lower-cased, qualifiers dropped)."""
+    from pytest_sqleval.datasets.stats import query_facts
+
+    assert query_facts(sql).columns == columns

@@ -10,7 +10,8 @@ gold SQL, never from regular expressions over SQL text:
   (a SELECT nested in another query, CTE bodies and set-operation operands, parenthesised or not, excepted),
   a set operation (UNION/INTERSECT/EXCEPT),
   a CTE (WITH), a window function, CASE (and IIF/IF), DISTINCT (SELECT DISTINCT or an aggregate's DISTINCT);
-- tables per query (distinct table names, CTE names excepted), columns per query (distinct column names),
+- tables per query (distinct table names, CTE names excepted), columns per query (distinct columns: a
+  qualifier resolved to its table, so ``T1.name`` and ``T2.name`` of two tables are two),
   SQL length in sqlglot tokens, question length in words;
 - exact duplicate questions and gold SQL (MRO 2.4.2: identical after lower-casing; a question's white space
   counts as one space), near-duplicate questions
@@ -281,8 +282,68 @@ def query_facts(sql: str, dialect: str = "sqlite") -> QueryFacts:
         found.add("DISTINCT")
     cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     tables = {t.name.lower() for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in cte_names}
-    columns = {c.name.lower() for c in tree.find_all(exp.Column) if c.name and not isinstance(c.this, exp.Star)}
-    return QueryFacts(True, frozenset(found), joins, len(tables), len(columns), tokens, frozenset(tables))
+    return QueryFacts(True, frozenset(found), joins, len(tables), len(_distinct_columns(tree, cte_names)), tokens,
+                      frozenset(tables))
+
+
+def _distinct_columns(tree, cte_names: set[str]) -> set[tuple[str, str]]:
+    """The distinct table columns a query reads, as (table, column): a qualifier is resolved to its table through the
+    aliases of the query it is in and the queries around it (``T1.name`` and ``T2.name`` of two tables are two
+    columns; ``a.id`` and ``b.id`` of a self-join are one); an unqualified column is its query's only table's, else
+    one of its own unless some qualified column has its name. A column of a derived table or a CTE (``x.c`` of
+    ``(SELECT c FROM t) AS x``) is the column it comes from, counted where it is read."""
+    from sqlglot import exp
+
+    qualified: set[tuple[str, str]] = set()
+    unqualified: set[tuple[str, str]] = set()
+    for column in tree.find_all(exp.Column):
+        if not column.name or isinstance(column.this, exp.Star):
+            continue
+        name = column.name.lower()
+        if column.table:
+            table = _resolved_table(column, column.table.lower(), cte_names)
+            if table is not None:
+                qualified.add((table, name))
+            continue
+        select = column.find_ancestor(exp.Select)
+        sources = _sources_of(select, cte_names) if select is not None else {}
+        tables = {table for table in sources.values() if table is not None}
+        if len(tables) == 1 and len(sources) == 1:
+            unqualified.add((tables.pop(), name))
+        elif tables:
+            unqualified.add(("", name))
+    names = {name for _, name in qualified}
+    return qualified | {(table, name) for table, name in unqualified if table or name not in names}
+
+
+def _sources_of(select, cte_names: set[str]) -> dict[str, str | None]:
+    """A query's FROM and JOIN sources (not its subqueries'), by alias (or name): alias -> table name, or None for
+    a derived table or a CTE (its columns come from the query that defines it)."""
+    from sqlglot import exp
+
+    found: dict[str, str | None] = {}
+    for source in [select.args.get("from_") or select.args.get("from"), *(select.args.get("joins") or ())]:
+        item = source.this if source is not None else None
+        if isinstance(item, exp.Table) and item.name:
+            name = item.name.lower()
+            found[item.alias_or_name.lower()] = None if name in cte_names and not item.db else name
+        elif isinstance(item, exp.Expression) and item.alias_or_name:
+            found[item.alias_or_name.lower()] = None
+    return found
+
+
+def _resolved_table(column, qualifier: str, cte_names: set[str]) -> str | None:
+    """The table a column's qualifier names: the alias of the nearest enclosing query that has it (None for a
+    derived table or a CTE), else the qualifier itself (a table's own name)."""
+    from sqlglot import exp
+
+    select = column.find_ancestor(exp.Select)
+    while select is not None:
+        sources = _sources_of(select, cte_names)
+        if qualifier in sources:
+            return sources[qualifier]
+        select = select.find_ancestor(exp.Select)
+    return None if qualifier in cte_names else qualifier
 
 
 def _is_subquery(select) -> bool:
