@@ -20,6 +20,7 @@ import numbers
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 Record = Mapping[str, Any]
@@ -253,6 +254,33 @@ class MetricRegistry:
     def copy(self) -> MetricRegistry:
         return MetricRegistry(list(self))
 
+    def order_conftest_metrics(self) -> None:
+        """One order for the metrics of conftest.py files, whatever order pytest loaded those in (a folder's
+        conftest.py is loaded at start when the folder is named on the command line, else when it is collected, and
+        pluggy calls the ones loaded at start last first): by folder, a parent's before its subfolders', then the
+        other plugins' metrics; the built-ins stay first, and each file's metrics keep their registration order."""
+
+        def key(metric: Metric) -> tuple:
+            if metric.name in _BUILTINS:
+                return (0,)
+            path = PurePath(self._where.get(metric.name, "").rpartition(":")[0])
+            return (1, path.parent.parts) if path.name == "conftest.py" else (2,)
+
+        self._reorder(sorted(self._metrics, key=lambda name: key(self._metrics[name])))
+
+    def follow_order(self, names: Sequence[str]) -> None:
+        """Put the metrics named (all registered) in that order, in the places they hold now."""
+        chosen = set(names)
+        order = list(self._metrics)
+        slots = [i for i, name in enumerate(order) if name in chosen]
+        for i, name in zip(slots, names):
+            order[i] = name
+        self._reorder(order)
+
+    def _reorder(self, names: Sequence[str]) -> None:
+        self._metrics = {name: self._metrics[name] for name in names}
+        self._user = None
+
 
 def _registered_from() -> str:
     """``/path/conftest.py:3``: the line outside this module that registered a metric (a conftest.py or plugin)."""
@@ -415,4 +443,6 @@ def adopt_definitions(recorded: Mapping[str, Any]) -> None:
                 registry.register(name, **{k: spec[k] for k in fields if k in spec})
             except (MetricError, TypeError):
                 continue  # a definition this version cannot read: its aggregates are left as recorded
+    # in the recorded order (a worker's, whose conftest files loaded in another order than the controller's)
+    registry.follow_order([name for name in recorded if name in registry and name not in _BUILTINS])
     use_registry(registry)

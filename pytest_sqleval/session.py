@@ -29,6 +29,8 @@ class SqlevalSession:
         self._stop: str | None = None
         #: suite files that failed to collect while the others ran (xdist, --continue-on-collection-errors)
         self._uncollected: dict[str, None] = {}
+        #: a predictions file with ids of no collected case (a collection error: nothing runs against it)
+        self._bad_predictions: str | None = None
         #: cases of the collected suites left out (-k, -m, --deselect, --lf, --sw's passed ones, --sqleval-shard)
         self._deselected = 0
         #: cases selected to run (serial, or from the workers); 0 when unknown (a worker that never reported)
@@ -51,7 +53,9 @@ class SqlevalSession:
         rootdir is loaded only where suites are collected, and the controller collects nothing. It counts the
         cases selected to run: a stop after the last of them leaves the report whole."""
         from .collect import CaseItem
+        from .registry import active_registry
 
+        active_registry().order_conftest_metrics()  # every conftest.py is loaded now, in the order pytest chose
         self._selected = sum(1 for item in session.items if isinstance(item, CaseItem))
         # --lf filters the items of a file as it collects them (no pytest_deselected): count against the suites
         self._deselected = max(0, sum(len(suite.cases) for suite in self.state.suites.values()) - self._selected)
@@ -61,10 +65,13 @@ class SqlevalSession:
             self.config.workeroutput["sqleval_metrics"] = definitions()
             self.config.workeroutput["sqleval_deselected"] = self._deselected
             self.config.workeroutput["sqleval_selected"] = self._selected
+            # every suite collected, also one none of whose cases runs here (-k, a shard): its files are the run's
+            self.config.workeroutput["sqleval_suites"] = list(self.state.suites)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         """The controller adopts its workers' metrics (by name) before it aggregates and gates them."""
+        from .errors import SuiteError
         from .registry import adopt_definitions
 
         output = getattr(node, "workeroutput", None) or {}
@@ -75,6 +82,12 @@ class SqlevalSession:
         selected = output.get("sqleval_selected")
         if isinstance(selected, int):
             self._selected = max(self._selected, selected)
+        for path in output.get("sqleval_suites") or ():  # the run block hashes the files of every collected suite
+            if isinstance(path, str) and path not in self.state.suites:
+                try:
+                    self.state.suite_at(path)
+                except (SuiteError, OSError):  # read by the worker just now: left out rather than a crash
+                    continue
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         """Prediction ids that match no collected case: a collection error of the predictions file.
@@ -124,6 +137,8 @@ class SqlevalSession:
             path = report.nodeid.split("::")[0]
             if is_suite_node_path(path):
                 self._uncollected.setdefault(path, None)
+            elif self.state.settings.predictions is not None and path == str(self.state.settings.predictions):
+                self._bad_predictions = path  # its ids match no case: no case ran (xdist goes on to the summary)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep one record per case: the first report that carries it (a teardown failure, ``--dist each`` or a
@@ -237,6 +252,9 @@ class SqlevalSession:
             reasons.append(f"{len(self._uncollected)} suite file{'s' if len(self._uncollected) != 1 else ''} could "
                            f"not be collected ({names}): {'their' if len(self._uncollected) != 1 else 'its'} cases "
                            "are not in it")
+        if self._bad_predictions is not None:
+            reasons.append(f"the predictions file {self._bad_predictions} does not match the collected cases: no case "
+                           "ran")
         return "; ".join(reasons) or None
 
     def _updated_report(self, hook, report: dict) -> dict | None:
