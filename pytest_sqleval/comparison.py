@@ -288,3 +288,10 @@ def _check_profile(name: str, options: Any) -> None:
             validate_option(option, getattr(options, option))
         except OptionError as exc:
             raise OptionError(f"execution profile {name!r}: {exc}") from None
+
+
+def distinct_rows(options: ComparisonOptions) -> bool:
+    """Whether a result over the row cap is read on for its distinct rows (the cap then counting distinct rows):
+    when the profile compares sets of rows (``duplicates: set`` with NULLs equal, as ``bird`` does: BIRD compares
+    ``set(rows)``), a result's repeated rows cannot change the verdict, so only its distinct rows are held."""
+    return options.duplicates == "set" and options.nulls == "equal"

@@ -51,8 +51,10 @@ def r_ves_fields(engine, gold: str, prediction: str | None, options, dialect: st
     zero = {"r_ves": 0.0, "r_ves_reward": 0.0, "r_ves_time_ratio": 0.0}
     if not matched or prediction is None:
         return zero
+    from .comparison import distinct_rows
     from .execution.runner import run_query
 
+    distinct = distinct_rows(options)  # a result over the row cap is read as scoring read it
     try:
         pred_sql = _checked_prediction(prediction, options, dialect, allow_functions)
         gold_sql = _gold_text(gold, options, dialect)
@@ -61,11 +63,11 @@ def r_ves_fields(engine, gold: str, prediction: str | None, options, dialect: st
             started, pred = time.perf_counter(), None
             if pred_sql is not None:
                 pred = run_query(engine, pred_sql, timeout=timeout, max_rows=max_rows, untrusted=False,
-                                 dialect=dialect, max_memory=max_memory)
+                                 dialect=dialect, max_memory=max_memory, distinct_rows=distinct)
             pred_time = _seconds(pred, started)
             started = time.perf_counter()
             gold_run = run_query(engine, gold_sql, timeout=timeout, max_rows=max_rows, untrusted=False,
-                                 dialect=dialect, max_memory=max_memory)
+                                 dialect=dialect, max_memory=max_memory, distinct_rows=distinct)
             gold_time = _seconds(gold_run, started)
             ratios.append(gold_time / pred_time if pred_time > 0 else float("inf"))
     except (QueryError, Exception):  # noqa: BLE001 - the official scores any exception 0

@@ -16,9 +16,10 @@ from typing import Any, Mapping, Sequence
 
 from sqlglot.errors import SqlglotError
 
-from .comparison import ComparisonOptions
+from .comparison import ComparisonOptions, distinct_rows
 from .errors import DatabaseError, GoldError, QueryError
 from .execution.backends import target_of
+from .execution.backends.base import DistinctRows
 from .execution.runner import run_query, sqlglot_dialect
 from .execution.targets import file_version, registered_target
 from .metrics.bird import bird_soft_f1
@@ -184,7 +185,7 @@ class Evaluator:
                 return self._gold_with_hidden_keys(gold, sql, plan, options, engine, dialect, display, timeout, max_rows,
                                                    max_memory=max_memory)
             result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                               text_errors=text_errors(options))
+                               text_errors=text_errors(options), distinct_rows=distinct_rows(options))
         except QueryError as exc:
             return GoldError(f"the gold query failed on {display} ({exc.kind}): {exc.message}")
         groups = None
@@ -198,11 +199,11 @@ class Evaluator:
         hidden_sql = gold_rewrite(hidden_sql, options, dialect)
         try:
             keyed = run_query(engine, hidden_sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                              text_errors=text_errors(options))
+                              text_errors=text_errors(options), distinct_rows=distinct_rows(options))
         except QueryError:
             # The rewrite is not valid on this engine: compare in the gold's exact order instead.
             result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                               text_errors=text_errors(options))
+                               text_errors=text_errors(options), distinct_rows=distinct_rows(options))
             return GoldRun(display, result, True, None, "ORDER BY keys not in the output; tied rows compared in gold order")
         width = len(keyed.columns) - plan.hidden_key_count
         result = QueryResult(columns=keyed.columns[:width], rows=[row[:width] for row in keyed.rows])
@@ -287,7 +288,7 @@ class Evaluator:
             return False
         try:
             run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
-                      prefetch=True, text_errors=text_errors(options))
+                      prefetch=True, text_errors=text_errors(options), distinct_rows=distinct_rows(options))
         except QueryError:
             return False  # refused before it was sent: _run_gold runs it again and reports it
         self._gold_planned[key] = (sql, plan)
@@ -512,7 +513,10 @@ def shape_record(case: Case | None, result: QueryResult | None) -> dict[str, Any
             violations.append(f"returned {result.column_count} column(s), expected {wanted}")
         elif isinstance(wanted, tuple) and [c.lower() for c in result.columns] != [c.lower() for c in wanted]:
             violations.append(f"returned columns {list(result.columns)}, expected {list(wanted)} (in this order)")
-        if case.expect_rows is not None and result.row_count != case.expect_rows:
+        if case.expect_rows is not None and isinstance(result.rows, DistinctRows):  # read on past the row cap
+            violations.append(f"returned more than the row cap ({len(result.rows)} distinct row(s)), "
+                              f"expected {case.expect_rows}")
+        elif case.expect_rows is not None and result.row_count != case.expect_rows:
             violations.append(f"returned {result.row_count} row(s), expected {case.expect_rows}")
     return {"passed": not violations, "violations": violations}
 
@@ -627,7 +631,7 @@ def run_prediction(engine, prediction: str, options: ComparisonOptions, dialect:
     rewrite = prediction_rewrite(options)
     return run_query(engine, prediction, timeout=timeout, max_rows=max_rows, untrusted=True, dialect=dialect,
                      rewrite=rewrite, allow_functions=allow_functions, max_memory=max_memory,
-                     text_errors=text_errors(options))
+                     text_errors=text_errors(options), distinct_rows=distinct_rows(options))
 
 
 def text_errors(options: ComparisonOptions) -> str:
@@ -648,7 +652,8 @@ def prefetch_prediction(suite: Suite, prediction: str | None, engines: Sequence[
     try:
         run_query(engines[0], prediction, timeout=timeout, max_rows=max_rows, untrusted=True,
                   dialect=prepared.dialect, rewrite=prediction_rewrite(suite.execution), prefetch=True,
-                  text_errors=text_errors(suite.execution), **limits)
+                  text_errors=text_errors(suite.execution),
+                  distinct_rows=distinct_rows(suite.execution), **limits)
     except QueryError:
         return  # refused before it was sent (e.g. a profile's one-statement rule): run_prediction raises it again
 

@@ -42,13 +42,15 @@ DEFAULT_MAX_ROWS = 100_000
 def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
               untrusted: bool = True, dialect: str | None = None, rewrite: str | None = None,
               allow_functions: frozenset[str] | set[str] = frozenset(), max_memory: int | None = None,
-              role: str | None = None, prefetch: bool = False, text_errors: str = "replace") -> QueryResult | None:
+              role: str | None = None, prefetch: bool = False, text_errors: str = "replace",
+              distinct_rows: bool = False) -> QueryResult | None:
     """Run one query under every limit; raises QueryError(kind) for anything but a result.
 
     ``text_errors``: how text that is not valid UTF-8 is read, named as Python's ``errors=``: ``"strict"``, a
     result holding it is an error (the ``bird`` profile, as Python's sqlite3 does); ``"ignore"``, each bad byte is
     dropped (the ``test-suite`` profile, as its official script decodes); ``"replace"`` (default), each bad byte
-    reads as U+FFFD.
+    reads as U+FFFD. ``distinct_rows``: a result over ``max_rows`` is read on keeping its distinct rows only (the
+    ``bird`` profile: see :class:`~.backends.base.Limits`).
 
     ``prefetch=True`` only sends the query to the query process and returns None: the next call with the same
     arguments (without ``prefetch``) returns its result, and this process works meanwhile (a no-op in-process).
@@ -81,7 +83,7 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
             target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect, rewrite=rewrite,
             allow_functions=allowed, role=role or _restricted_role(engine), engine_dialect=engine_dialect,
             max_memory=DEFAULT_MAX_MEMORY if max_memory is None else max_memory, cut_statement=cut_there,
-            text_errors=text_errors,
+            text_errors=text_errors, distinct_rows=distinct_rows,
         )
     sql, rewrite = official_statement(sql, dialect, rewrite)
     if sql is None:  # a text without any statement runs nothing and returns no rows, as it does there
@@ -91,7 +93,7 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
     sql = prepare_sql(sql, dialect, untrusted=untrusted, rewrite=rewrite, allow_functions=allowed,
                       engine_dialect=engine_dialect)
     return execute_inline(engine, sql, timeout=timeout, max_rows=max_rows, role=role or _restricted_role(engine),
-                          text_errors=text_errors)
+                          text_errors=text_errors, distinct_rows=distinct_rows)
 
 
 #: The rewrites that first keep only the statement an official evaluator runs (:func:`official_statement`).
@@ -196,13 +198,15 @@ def _reads_differently(engine_dialect: str, dialect: str) -> bool:
 
 
 def execute_inline(engine, sql: str, *, timeout: float, max_rows: int, role: str | None = None,
-                   timeout_label: float | None = None, text_errors: str = "replace") -> QueryResult:
+                   timeout_label: float | None = None, text_errors: str = "replace",
+                   distinct_rows: bool = False) -> QueryResult:
     """Run already-checked SQL on ``engine`` in this process through its backend, with the engine's own timeout
     and the row cap (``timeout_label``: the timeout to name in messages; ``text_errors``: see :class:`Limits`)."""
     backend = backend_for(engine)
     raw = engine.raw_connection()
     try:
-        result = backend.run(raw.dbapi_connection, sql, Limits(timeout, max_rows, role, timeout_label, text_errors))
+        result = backend.run(raw.dbapi_connection, sql, Limits(timeout, max_rows, role, timeout_label, text_errors,
+                                                                 distinct_rows))
     except QueryError:
         raise
     except Exception as exc:

@@ -259,14 +259,14 @@ class QuerySandbox:
     def run(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
             rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
             max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None,
-            cut_statement: bool = False, text_errors: str = "replace") -> QueryResult:
+            cut_statement: bool = False, text_errors: str = "replace", distinct_rows: bool = False) -> QueryResult:
         """Run a query in the query process; ``cut_statement``: the query process first keeps only the statement
         the official evaluator runs (:func:`.runner.official_statement`, for ``rewrite`` ``official_distinct`` or
         ``sqlite3_statement``); without it the text is sent already cut."""
         request = _request(target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect,
                            rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
                            engine_dialect=engine_dialect, cut_statement=cut_statement,
-                           text_errors=text_errors)
+                           text_errors=text_errors, distinct_rows=distinct_rows)
         with self._lock:
             sent = self._claim_pending(request)  # sent earlier by submit(): the query process has been working on it
             answer = self._await(sent if sent is not None else self._send(request))
@@ -275,7 +275,7 @@ class QuerySandbox:
     def submit(self, target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
                rewrite: str | None = None, allow_functions: frozenset[str] = frozenset(), role: str | None = None,
                max_memory: int | None = DEFAULT_MAX_MEMORY, engine_dialect: str | None = None,
-               cut_statement: bool = False, text_errors: str = "replace") -> None:
+               cut_statement: bool = False, text_errors: str = "replace", distinct_rows: bool = False) -> None:
         """Send a query now; the :meth:`run` with the same arguments collects its answer.
 
         So the query process guards and runs a case's prediction while this process does other work for the
@@ -284,7 +284,7 @@ class QuerySandbox:
         request = _request(target, sql, timeout=timeout, max_rows=max_rows, untrusted=untrusted, dialect=dialect,
                            rewrite=rewrite, allow_functions=allow_functions, role=role, max_memory=max_memory,
                            engine_dialect=engine_dialect, cut_statement=cut_statement,
-                           text_errors=text_errors)
+                           text_errors=text_errors, distinct_rows=distinct_rows)
         with self._lock:
             sent = self._claim_pending(request)
             if sent is not None:
@@ -365,12 +365,13 @@ class _Sent:
 
 def _request(target: tuple[Any, ...], sql: str, *, timeout: float, max_rows: int, untrusted: bool, dialect: str,
              rewrite: str | None, allow_functions: frozenset[str], role: str | None, max_memory: int | None,
-             engine_dialect: str | None, cut_statement: bool = False, text_errors: str = "replace") -> dict[str, Any]:
+             engine_dialect: str | None, cut_statement: bool = False, text_errors: str = "replace",
+             distinct_rows: bool = False) -> dict[str, Any]:
     return {
         "target": target, "sql": sql, "timeout": timeout, "max_rows": max_rows, "untrusted": untrusted,
         "dialect": dialect, "rewrite": rewrite, "allow_functions": frozenset(allow_functions), "role": role,
         "max_memory": max_memory, "engine_dialect": engine_dialect, "cut_statement": cut_statement,
-        "text_errors": text_errors,
+        "text_errors": text_errors, "distinct_rows": distinct_rows,
     }
 
 

@@ -9,8 +9,9 @@ comes back as an answer (a result or a :class:`~pytest_sqleval.errors.QueryError
 only the parent's wall clock (a kill) or the kernel stops this process from outside.
 
 A query process whose state can no longer be trusted retires after its answer (the answer comes as
-``("retire", answer, reason, peak bytes)``): after a query ran out of memory, met Python's recursion limit or
-raised something unexpected (an interpreter that hit a limit inside C code can fail later in unrelated places:
+``("retire", answer, reason, peak bytes)``): after a query ran out of memory, met Python's recursion limit (in
+the guard, or reading a value of its result), met a DuckDB internal error (DuckDB then invalidates the database in
+the process) or raised something unexpected (an interpreter that hit a limit inside C code can fail later in unrelated places:
 a parse raising ``TypeError``, a crash), or when it kept more than half its memory cap. Its parent forks a
 fresh one for the next query, so one hostile prediction never changes another prediction's verdict.
 """
@@ -149,6 +150,8 @@ class Worker:
         except QueryError as exc:
             if exc.kind == "memory":
                 self.unsound = "a query ran out of memory"
+            elif getattr(exc, "unsound", None):  # the engine says its own state is lost (DuckDB's internal errors)
+                self.unsound = exc.unsound
             return ("error", exc.kind, exc.message)
         except DatabaseError as exc:
             return ("database", str(exc))
@@ -177,11 +180,23 @@ class Worker:
             raise QueryError("timeout", f"checking the query took longer than the timeout ({request['timeout']:g} s)")
         engine = self.engine(request["target"], request.get("max_memory"))
         executing = time.perf_counter()
-        result = execute_inline(engine, sql, timeout=remaining, max_rows=request["max_rows"],
-                                role=request.get("role"), timeout_label=request["timeout"],
-                                text_errors=request.get("text_errors") or "replace")
-        elapsed = time.perf_counter() - executing  # what BIRD's R-VES times (QueryResult.elapsed)
-        return result.columns, _picklable_rows(result.rows), elapsed
+        try:
+            result = execute_inline(engine, sql, timeout=remaining, max_rows=request["max_rows"],
+                                    role=request.get("role"), timeout_label=request["timeout"],
+                                    text_errors=request.get("text_errors") or "replace",
+                                    distinct_rows=bool(request.get("distinct_rows")))
+            elapsed = time.perf_counter() - executing  # what BIRD's R-VES times (QueryResult.elapsed)
+            rows = _picklable_rows(result.rows)
+        except RecursionError:  # the driver reading a value (PostgreSQL's json of 5,000 levels): the query ran
+            self.unsound = "it reached Python's recursion limit"
+            raise QueryError("runtime", RESULT_TOO_DEEP) from None
+        return result.columns, rows, elapsed
+
+
+#: A result holding a value nested deeper than Python's recursion limit lets the driver read (kind ``runtime``: the
+#: query was checked and ran; "nested too deeply to check" is the guard's refusal of a query text).
+RESULT_TOO_DEEP = ("the query ran, but a value of its result is nested too deeply to be read (Python's recursion "
+                   "limit; a deeply nested JSON value, for example)")
 
 
 def _memory_message(request: dict[str, Any]) -> str:

@@ -68,6 +68,10 @@ class Limits:
     #: sqlite3 (the `bird` profile: BIRD scores it 0); ``"ignore"``, each bad byte is dropped, as
     #: test-suite-sql-eval's ``text_factory`` does (the `test-suite` profile); ``"replace"``, each reads as U+FFFD.
     text_errors: str = "replace"
+    #: Read past the row cap keeping only the distinct rows (the first occurrences, in order), the cap then counting
+    #: distinct rows: the `bird` profile, as BIRD compares ``set(rows)`` (and its Soft F1 dedupes first), so a result
+    #: with many duplicates scores there as it does officially while memory still holds at most ``max_rows + 1`` rows.
+    distinct_rows: bool = False
 
     @property
     def label(self) -> float:
@@ -132,7 +136,7 @@ class Backend:
             cursor.execute(sql)
             if cursor.description is None:  # a statement with no result set: nothing a query's result could equal
                 raise QueryError("rejected", NOT_A_QUERY)
-            rows = [tuple(r) for r in cursor.fetchmany(limits.max_rows + 1)]
+            rows = fetch_capped(cursor, limits)
             columns = tuple(d[0] for d in cursor.description)
         except QueryError:
             raise
@@ -204,6 +208,47 @@ class Backend:
 #: Why a statement that ran without a result set (``DELETE`` on a writable engine of the user's) scores nothing; it
 #: was rolled back with the rest of the query's transaction.
 NOT_A_QUERY = "the statement is not a query: it returned no result set (only a single read-only query runs)"
+
+
+#: Rows fetched per call when reading past the row cap for distinct rows (:func:`fetch_capped`).
+DISTINCT_FETCH_CHUNK = 1000
+
+
+class DistinctRows(list):
+    """The distinct rows of a result that had more rows than the row cap (:func:`fetch_capped`): its row count is
+    not the result's (``expect_rows:`` says so instead of counting them)."""
+
+
+def fetch_capped(cursor: Any, limits: Limits) -> list[tuple]:
+    """Fetch at most ``limits.max_rows + 1`` rows and :func:`cap_rows` them. With ``limits.distinct_rows`` a result
+    over the cap is read on (in chunks, under the query's timeout) keeping only its distinct rows, first occurrences
+    in order; it is an error only if more than ``max_rows`` of them are distinct. A result within the cap is kept
+    whole, duplicates included."""
+    rows = [tuple(r) for r in cursor.fetchmany(limits.max_rows + 1)]
+    if len(rows) <= limits.max_rows or not limits.distinct_rows:
+        return cap_rows(rows, limits.max_rows)
+    distinct: dict[Any, tuple] = {}
+    chunk, rows = rows, []  # the first fetch is freed once read: at most the distinct rows and a chunk are held
+    while chunk:
+        for row in chunk:
+            distinct.setdefault(_row_key(row), row)
+        if len(distinct) > limits.max_rows:
+            raise QueryError("row_limit", f"returned more than {limits.max_rows} distinct rows (the row cap; raise it "
+                                          "with --sqleval-max-rows)")
+        chunk = [tuple(r) for r in cursor.fetchmany(DISTINCT_FETCH_CHUNK)]
+    return DistinctRows(distinct.values())
+
+
+def _row_key(row: tuple) -> Any:
+    """The row itself (``set()`` semantics: 1 and 1.0 are one value), or, for a row with an unhashable cell (a DuckDB
+    list, a PostgreSQL array or JSON), the hashable form BIRD's Soft F1 reading gives it."""
+    try:
+        hash(row)
+        return row
+    except TypeError:
+        from ...metrics.bird import _hashable
+
+        return tuple(map(_hashable, row))
 
 
 def cap_rows(rows: list[tuple], max_rows: int) -> list[tuple]:

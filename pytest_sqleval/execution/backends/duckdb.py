@@ -23,6 +23,7 @@ from .base import (
     Limits,
     Target,
     cap_rows,
+    fetch_capped,
     first_line,
     memory_message,
     timeout_message,
@@ -43,6 +44,11 @@ DUCKDB_CONFIG = {
     "threads": DUCKDB_THREADS,
     "lock_configuration": True,
 }
+
+
+#: DuckDB's errors after which its database is invalidated in the process (``INTERNAL Error``: a failed assertion;
+#: ``FATAL Error``): the query process that met one retires (:mod:`..sandbox_worker`).
+_INVALIDATING = ("InternalException", "FatalException")
 
 
 #: The targets derived from users' engines (:meth:`DuckDBBackend.target`), read once per engine.
@@ -75,7 +81,7 @@ class DuckDBBackend(Backend):
         watchdog.start()
         try:
             cursor = conn.execute(_one_query(conn, sql))
-            rows = cursor.fetchmany(limits.max_rows + 1)
+            rows = fetch_capped(cursor, limits)
             columns = tuple(d[0] for d in cursor.description or ())
         except duckdb.Error as exc:
             raise self.classify(exc, limits=limits) from None
@@ -92,6 +98,12 @@ class DuckDBBackend(Backend):
         message = first_line(exc)
         if isinstance(exc, getattr(duckdb, "OutOfMemoryException", ())) or "out of memory" in message.lower():
             return QueryError("memory", f"{memory_message()}: {message}")
+        if isinstance(exc, tuple(getattr(duckdb, name) for name in _INVALIDATING if hasattr(duckdb, name))):
+            # DuckDB's internal errors (a failed assertion) invalidate the database in this process: every later
+            # query on it, however innocent, would fail ("database has been invalidated"). The query process retires.
+            error = QueryError("runtime", message)
+            error.unsound = "DuckDB reported an internal error, which invalidates its database in this process"
+            return error
         if isinstance(exc, duckdb.PermissionException) or "read-only" in message.lower() \
                 or "disabled by configuration" in message.lower():
             return QueryError("rejected", f"refused by the read-only connection: {message}")

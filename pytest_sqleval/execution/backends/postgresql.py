@@ -25,6 +25,7 @@ from .base import (
     Limits,
     Target,
     cap_rows,
+    fetch_capped,
     first_line,
     memory_message,
     rollback,
@@ -95,7 +96,7 @@ class PostgreSQLBackend(Backend):
                 if _infinity:
                     register_infinity_loaders(cursor)
                 cursor.execute(sql)
-                rows = cursor.fetchmany(limits.max_rows + 1)
+                rows = fetch_capped(cursor, limits)
                 columns = tuple(d.name for d in cursor.description or ())
         except psycopg.DataError as exc:
             if _infinity or not _out_of_python_range(exc):
@@ -169,9 +170,16 @@ _SERVER_LIMITS = {
 _MEMORY_CONTEXT_SOURCE = "mcxt.c"
 
 
+#: Server functions that report a bad argument value with SQLSTATE 54000 (program limit exceeded): ``chr(0)`` ("null
+#: character not permitted") and ``chr(1114112)`` ("requested character too large for encoding") are no limit.
+_ARGUMENT_LIMIT_FUNCTIONS = frozenset({"chr"})
+
+
 def _server_limit(state: str, exc: BaseException) -> str | None:
     """The reason of an error that is a resource limit of the PostgreSQL server (by SQLSTATE, and for XX000 by the
     server's source file), else None."""
+    if state == "54000" and getattr(getattr(exc, "diag", None), "source_function", None) in _ARGUMENT_LIMIT_FUNCTIONS:
+        return None  # a bad argument, not a size (``chr(0)``: "null character not permitted"): runtime
     if state in _SERVER_LIMITS:
         return _SERVER_LIMITS[state]
     if state == "XX000" and getattr(getattr(exc, "diag", None), "source_file", None) == _MEMORY_CONTEXT_SOURCE:

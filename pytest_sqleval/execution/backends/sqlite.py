@@ -25,6 +25,7 @@ from .base import (
     Limits,
     Target,
     cap_rows,
+    fetch_capped,
     memory_message,
     timeout_message,
 )
@@ -69,7 +70,7 @@ class SQLiteBackend(Backend):
             cursor = conn.cursor()
             try:
                 cursor.execute(sql)
-                rows = cursor.fetchmany(limits.max_rows + 1)
+                rows = fetch_capped(cursor, limits)
             except sqlite3.Error as exc:
                 raise self.classify(exc, conn=conn, sql=sql, limits=limits) from None
             except sqlite3.Warning as exc:  # "You can only execute one statement at a time."
