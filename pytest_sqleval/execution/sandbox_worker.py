@@ -62,11 +62,16 @@ def _limit_memory(max_memory: int | None) -> None:
 
 
 def _data_size() -> int:
-    """This process's data size now (VmData), in bytes."""
+    """This process's data size now (VmData), in bytes (0 when unknown)."""
+    return _status_bytes("VmData:")
+
+
+def _status_bytes(field: str) -> int:
+    """A size field of /proc/self/status (``VmData:``, ``VmHWM:``), in bytes (0 when unknown: not Linux)."""
     try:
         with open("/proc/self/status", encoding="ascii") as f:
             for line in f:
-                if line.startswith("VmData:"):
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError):
         pass
@@ -271,14 +276,7 @@ def _kept_memory(start_size: int, max_memory: int | None) -> str | None:
 
 def _peak_size() -> int:
     """This process's peak resident size (VmHWM), in bytes (0 when unknown)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+    return _status_bytes("VmHWM:")
 
 
 def zygote(control_fd: int) -> None:
