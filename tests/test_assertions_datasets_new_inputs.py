@@ -465,7 +465,8 @@ cases:
 def test_stats_of_turns_accepted_golds_and_expected_rows_by_hand(tmp_path: Path) -> None:
     """By hand: the entries are one, conv/1, conv/2, four (the expected-rows case has no SQL; of one's two
     golds the first counts). Spider hardness: three easy, conv/2 hard (WHERE + two joins: component1 = 3).
-    Tokens 4, 4, 34, 4; tables 1, 1, 2, 1; column names 1, 1, 4 (z, id, a_id, y), 1; words 5, 3, 5, 5.
+    Tokens 4, 4, 34, 4; tables 1, 1, 2, 1; table columns 1, 1, 5 (b.z, a.id, b.a_id, b.id, a.y: a2 is table a),
+    1; words 5, 3, 5, 5.
     Lexical cosine: one = four (lower-cased), all other pairs share no word: mean pairwise 1/6, nearest
     neighbours 1, 0, 0, 1 -> 0.5; the one near pair is an exact duplicate, so 0 near-duplicates."""
     import sqlite3
@@ -483,7 +484,7 @@ def test_stats_of_turns_accepted_golds_and_expected_rows_by_hand(tmp_path: Path)
     assert {b: v["count"] for b, v in stats["joins"].items()} == {"0": 3, "1": 0, "2": 1, "3+": 0}
     assert stats["sql_tokens"] == {"mean": 11.5, "median": 4.0, "min": 4.0, "max": 34.0}
     assert stats["tables_per_query"] == {"mean": 1.25, "median": 1.0, "min": 1.0, "max": 2.0}
-    assert stats["columns_per_query"] == {"mean": 1.75, "median": 1.0, "min": 1.0, "max": 4.0}
+    assert stats["columns_per_query"] == {"mean": 2.0, "median": 1.0, "min": 1.0, "max": 5.0}
     assert stats["question_words"] == {"mean": 4.5, "median": 5.0, "min": 3.0, "max": 5.0}
     assert {k: stats["duplicates"][k] for k in ("exact_questions", "exact_question_groups", "exact_gold_sql",
                                                 "near_duplicate_questions")} == {
