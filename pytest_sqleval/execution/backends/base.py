@@ -147,7 +147,7 @@ class Backend:
             if watchdog:
                 watchdog.cancel()
             rollback(conn)
-        return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
+        return QueryResult(columns=columns, rows=rows)  # capped as fetched (fetch_capped)
 
     def parse_error(self, sql: str) -> str | None:
         """The engine's own parser's error on ``sql``, or None when it parses (or the engine cannot say without

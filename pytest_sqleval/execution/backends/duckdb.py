@@ -22,7 +22,6 @@ from .base import (
     Dialect,
     Limits,
     Target,
-    cap_rows,
     fetch_capped,
     first_line,
     memory_message,
@@ -87,7 +86,7 @@ class DuckDBBackend(Backend):
             raise self.classify(exc, limits=limits) from None
         finally:
             watchdog.cancel()
-        return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
+        return QueryResult(columns=columns, rows=rows)  # capped as fetched (fetch_capped)
 
     def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
                  elapsed: float = 0.0) -> QueryError:

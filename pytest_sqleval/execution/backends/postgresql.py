@@ -24,7 +24,6 @@ from .base import (
     Dialect,
     Limits,
     Target,
-    cap_rows,
     fetch_capped,
     first_line,
     memory_message,
@@ -110,7 +109,7 @@ class PostgreSQLBackend(Backend):
                 conn.autocommit = True
         if rows is None:
             return self.run(conn, sql, limits, _infinity=True)
-        return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
+        return QueryResult(columns=columns, rows=rows)  # capped as fetched (fetch_capped)
 
     def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
                  elapsed: float = 0.0) -> QueryError:

@@ -24,7 +24,6 @@ from .base import (
     Dialect,
     Limits,
     Target,
-    cap_rows,
     fetch_capped,
     memory_message,
     timeout_message,
@@ -83,7 +82,7 @@ class SQLiteBackend(Backend):
             conn.set_progress_handler(None, 0)
             if limits.text_errors != "replace":
                 conn.text_factory = _decode_text
-        return QueryResult(columns=columns, rows=cap_rows(rows, limits.max_rows))
+        return QueryResult(columns=columns, rows=rows)  # capped as fetched (fetch_capped)
 
     def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
                  elapsed: float = 0.0) -> QueryError:
