@@ -28,6 +28,10 @@ from typing import Any, BinaryIO
 from .protocol import HEADER, read_message, write_message
 from .targets import file_version as _file_version
 
+#: Why a query process retires (:attr:`Worker.unsound`): the two reasons several requests share.
+OUT_OF_MEMORY = "a query ran out of memory"
+RECURSION_LIMIT = "it reached Python's recursion limit"
+
 
 def _die_with_parent() -> None:
     """Linux: SIGKILL this process when the process that started it exits (PR_SET_PDEATHSIG)."""
@@ -150,21 +154,21 @@ class Worker:
         try:
             return ("ok", self._run(request, started))
         except NestedTooDeeply as exc:  # the guard met Python's recursion limit
-            self.unsound = "it reached Python's recursion limit"
+            self.unsound = RECURSION_LIMIT
             return ("error", exc.kind, exc.message)
         except QueryError as exc:
             if exc.kind == "memory":
-                self.unsound = "a query ran out of memory"
+                self.unsound = OUT_OF_MEMORY
             elif getattr(exc, "unsound", None):  # the engine says its own state is lost (DuckDB's internal errors)
                 self.unsound = exc.unsound
             return ("error", exc.kind, exc.message)
         except DatabaseError as exc:
             return ("database", str(exc))
         except MemoryError:
-            self.unsound = "a query ran out of memory"
+            self.unsound = OUT_OF_MEMORY
             return ("error", "memory", _memory_message(request))
         except RecursionError:
-            self.unsound = "it reached Python's recursion limit"
+            self.unsound = RECURSION_LIMIT
             return ("error", "rejected", "the query is nested too deeply to check")
 
     def _run(self, request: dict[str, Any], started: float):
@@ -193,7 +197,7 @@ class Worker:
             elapsed = time.perf_counter() - executing  # what BIRD's R-VES times (QueryResult.elapsed)
             rows = _picklable_rows(result.rows)
         except RecursionError:  # the driver reading a value (PostgreSQL's json of 5,000 levels): the query ran
-            self.unsound = "it reached Python's recursion limit"
+            self.unsound = RECURSION_LIMIT
             raise QueryError("runtime", RESULT_TOO_DEEP) from None
         return result.columns, rows, elapsed
 
@@ -243,7 +247,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, max_memory: int | None) -> None:
         try:
             answer = worker.handle(request)
         except MemoryError:
-            worker.unsound = "a query ran out of memory"
+            worker.unsound = OUT_OF_MEMORY
             answer = ("error", "memory", _memory_message(request))
         except BaseException as exc:  # noqa: BLE001 - anything else is reported, never fatal here
             worker.unsound = f"it raised {type(exc).__name__}"
@@ -254,7 +258,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, max_memory: int | None) -> None:
         try:
             write_message(stdout, answer)
         except MemoryError:
-            write_message(stdout, ("retire", ("error", "memory", _memory_message(request)), "a query ran out of memory",
+            write_message(stdout, ("retire", ("error", "memory", _memory_message(request)), OUT_OF_MEMORY,
                                    _peak_size()))
             return
         if reason is not None:
