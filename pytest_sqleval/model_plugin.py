@@ -315,6 +315,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = runtime.settings.save_predictions
     if not path.is_absolute():
         path = Path(config.invocation_params.dir) / path
+    from .model.usage import model_records
+
+    if not model_records(records):  # an empty file (a collection error, no suite naming a model) would replace an
+        # earlier run's predictions, and --sqleval-predictions refuses an empty file
+        config.stash[SAVED_KEY] = f"no model predictions to save; {path} was not written"
+        return
     try:
         count = save_predictions(path, records)
     except OSError as exc:

@@ -69,6 +69,12 @@ class ChatClient:
 
         if key != NO_KEY:  # a server may quote the key it refused: every message masks it
             register_secret(key)
+        odd = next(((n, c) for n, c in enumerate(key) if not (" " <= c <= "~")), None)
+        if odd is not None:  # an HTTP header carries ASCII only: no request could be sent (a key copied with a `…`)
+            raise ModelCallError(f"the API key in {config.key_env or 'OPENAI_API_KEY'} holds a character an HTTP header "
+                                 f"cannot carry (U+{ord(odd[1]):04X} at position {odd[0] + 1} of {len(key)}); fix: copy "
+                                 "the key again, without spaces, line breaks or typographic characters",
+                                 fatal=True, called=False)
         http_client = _deadline_client(openai, config.timeout or DEFAULT_MODEL_TIMEOUT)
         # the SDK appends `chat/completions` to the base URL's text, query string included (`...?api-version=1chat/
         # completions`): the query (Azure's api-version, a key) is sent with every request as the SDK's default_query

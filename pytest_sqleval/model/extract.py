@@ -2,7 +2,8 @@
 
 Modes (suite key ``extract:``):
 
-- ``auto`` (default): the last fenced code block (```` ```sql ... ``` ````; an unclosed final fence counts);
+- ``auto`` (default): the last fenced code block (```` ```sql ... ``` ````; an unclosed final fence counts; the
+  query before a fence the answer closes but never opened, the prompt having opened it: see ``_prefilled_block``);
   else the SQL section of an answer in labelled sections (LangChain's ``SQLQuery: ...``/``SQLResult: ...``/
   ``Answer: ...``: see ``_labelled_section``); else a leading label (``SQL:``, ``Query:``, ``Answer:``) removed; else leading prose lines removed up to the
   first line that starts a SQL statement (and trailing prose after a blank line dropped); else the text.
@@ -96,9 +97,18 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
         if not thought.group(2) or not text[thought.end():].strip():  # cut off while thinking, or nothing after
             return Extraction(None, mode, "none", "no_sql", f"the model's answer contains no SQL: {preview(text)}")
         text = text[thought.end():]
-    fenced = last_fenced_block(text)
+    fenced = _prefilled_block(text)
+    if fenced is None:
+        fenced = last_fenced_block(text)
     if fenced is not None:
         return _checked(fenced, text, mode, "fenced")
+    if _FENCE.search(text) is not None:  # ```sql then ``` with nothing between: the model sent an empty block
+        empty = Extraction(None, mode, "fenced", "no_prediction",
+                           f"the model's answer has an empty code block: {preview(text)}")
+        if mode == "fenced":
+            return empty
+    else:
+        empty = None
     if mode == "fenced":
         return Extraction(None, mode, "none", "no_sql", f"no fenced code block in the model's answer: {preview(text)}")
     stripped = text.strip()
@@ -122,8 +132,10 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     if colon and tail.strip() and not tail.startswith(":") and looks_like_sql(rest):
         return _checked(_trailing_prose_removed(rest), text, mode, "label")
     if introduced:
-        return _no_sql(text, mode, "text")
-    return _checked(stripped, text, mode, "text")
+        found = _no_sql(text, mode, "text")
+    else:
+        found = _checked(stripped, text, mode, "text")
+    return empty if empty is not None and found.sql is None else found
 
 
 def _labelled_section(text: str) -> str | None:
@@ -221,6 +233,31 @@ def _tokenizes(sql: str) -> bool:
     return True
 
 
+#: A line that opens or closes a fenced block; and one that is only a fence (no language tag), as a closing one is.
+_FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,}).*$", re.MULTILINE)
+_BARE_FENCE_LINE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[ \t]*")
+
+
+def _prefilled_block(text: str) -> str | None:
+    """The query of an answer that closes a fence it never opened: the prompt ended with the opening ```` ```sql ````
+    (SQLCoder's and many completion prompts do), so the model wrote ``SELECT ...`` then ```` ``` ```` and maybe prose
+    or example output after. Such an answer has an odd number of fence lines, the first one bare (an opening one
+    usually names its language, and fences pair up otherwise), and no SQL after the last one (that is an unclosed
+    final block, an answer cut off): its query is the text before that line, read by the
+    other steps (a leading ``SQL:`` or prose line removed), when sqlglot parses it as queries; else None (and the
+    fences are read as usual)."""
+    fences = list(_FENCE_LINE.finditer(text))
+    if len(fences) % 2 == 0 or _BARE_FENCE_LINE.fullmatch(fences[0].group(0)) is None:
+        return None
+    if looks_like_sql(text[fences[-1].end():].strip()):  # SQL after the last fence: an unclosed final block (cut off)
+        return None
+    head = text[:fences[0].start()].strip()
+    if not head:
+        return None
+    found = extract_sql(head, "auto")
+    return found.sql if found.sql is not None and _rank(found.sql) == 2 else None
+
+
 def last_fenced_block(text: str) -> str | None:
     """The last SQL-tagged (or untagged) fenced block; else the last fenced block of any language; else None.
     Among them, the last one that starts like SQL wins (not an untagged block of example output after the query)."""
@@ -242,9 +279,15 @@ def _introduces(line: str) -> bool:
     return (line.endswith(":") and not line.endswith("::")) or bool(_INTRO_LABEL.match(line))
 
 
+#: A paragraph opening with Markdown (``**Explanation:**``, a ``- `` or ``* `` bullet, a ``#`` heading, a ``>`` quote,
+#: a ``|`` table row): what a chat model writes after its query, never the rest of the query.
+_MARKDOWN_PARAGRAPH = re.compile(r"\A[ \t]*(?:\*\*|__|[-*+][ \t]+(?![\d.(])\S|#{1,6}[ \t]|>|\|)")
+
+
 def _trailing_prose_removed(sql: str) -> str:
-    """Drop what follows a line ending the statement with ``;`` when it does not start like SQL, and paragraphs
-    after a blank line that do not start like SQL ("This query counts ...")."""
+    """Drop what follows the statement's ``;`` (on its line or a later one) when it does not start like SQL, and
+    paragraphs after a blank line that do not start like SQL ("This query counts ...", ``**Explanation:**``)."""
+    sql = _prose_after_semicolon(sql)
     lines = sql.split("\n")
     for number, line in enumerate(lines[:-1]):
         if line.rstrip().endswith(";"):
@@ -255,10 +298,34 @@ def _trailing_prose_removed(sql: str) -> str:
     paragraphs = re.split(r"\n\s*\n", sql)
     kept = [paragraphs[0]]
     for paragraph in paragraphs[1:]:
-        if not looks_like_sql(paragraph.strip()) and not _continues_sql(paragraph):
+        if _MARKDOWN_PARAGRAPH.match(paragraph.lstrip("\n")) or (not looks_like_sql(paragraph.strip())
+                                                                  and not _continues_sql(paragraph)):
             break
         kept.append(paragraph)
     return _explanation_removed("\n\n".join(kept).strip())
+
+
+def _prose_after_semicolon(sql: str) -> str:
+    """``SELECT ...; This query lists ...`` on one line: the text up to the statement's first ``;`` (a semicolon
+    token, not one in a string or a comment) when a sentence follows (not SQL, a comment or another ``;``); else
+    ``sql`` as it is."""
+    from sqlglot.dialects.dialect import Dialect
+
+    start = 0
+    for _ in range(8):  # the first few `;` characters: prose after a query is short to reach
+        index = sql.find(";", start)
+        if index == -1:
+            break
+        start = index + 1
+        try:
+            tokens = Dialect.get_or_raise("").tokenize(sql[:index + 1])
+        except Exception:  # noqa: BLE001 - a string or quoted name left open: this `;` is inside it
+            continue
+        if not tokens or tokens[-1].token_type.name != "SEMICOLON" or tokens[-1].end != index:
+            continue  # inside a comment
+        after = sql[index + 1:].strip()  # a sentence (its first character a letter), not a comment or a stray `;`
+        return sql[:index + 1] if after[:1].isalpha() and not looks_like_sql(after) else sql
+    return sql
 
 
 def _explanation_removed(sql: str) -> str:
@@ -290,8 +357,9 @@ def _continues_sql(paragraph: str) -> bool:
 
 
 def _checked(sql: str, raw: str, mode: str, step: str) -> Extraction:
-    if not sql:
-        return Extraction(None, mode, step, "no_prediction", "the model's answer has an empty code block")
+    if not sql:  # a label with nothing after it ("SQL:"): no code block is involved
+        return Extraction(None, mode, step, "no_prediction", f"the model's answer has nothing after its label: "
+                                                             f"{preview(raw)}")
     if not looks_like_sql(sql):
         return _no_sql(raw, mode, step)
     return Extraction(sql, mode, step)
@@ -359,9 +427,12 @@ def _inline_query(text: str) -> str | None:
 
 def looks_like_sql(text: str) -> bool:
     """Does ``text`` start like a SQL statement? Read by sqlglot's generic tokenizer, the same for every engine."""
-    first = _first_token_type(text)
-    if first is None:
+    token = _first_token(text)
+    if token is None:
         return False
+    first = token.token_type.name
+    if first != "L_PAREN" and not (token.text[:1].isalpha() or token.text[:1] == "_"):
+        return False  # an operator (`~~~`, a tilde fence, reads as GLOB; `->`, `=>`, `!=`, `||`): no statement starts so
     if first == "VAR":
         word = text.lstrip("( \t\r\n").split(None, 1)
         return bool(word) and word[0].upper().rstrip(";") in STATEMENT_WORDS
@@ -369,7 +440,13 @@ def looks_like_sql(text: str) -> bool:
 
 
 def _first_token_type(text: str) -> str | None:
-    """The type of ``text``'s first token. Its first line decides when sqlglot reads a token in it (the first token
+    """The type of ``text``'s first token (see :func:`_first_token`)."""
+    token = _first_token(text)
+    return None if token is None else token.token_type.name
+
+
+def _first_token(text: str):
+    """``text``'s first token. Its first line decides when sqlglot reads a token in it (the first token
     of the whole text is the same): tokenizing the whole text for one token, for each line of a long answer, took
     minutes on a model's degenerate repetition. Else the whole text decides (a string or comment opened on the first
     line, a first line that is a comment), and when the whole cannot be read, nothing does."""
@@ -383,5 +460,5 @@ def _first_token_type(text: str) -> str | None:
         except Exception:  # noqa: BLE001 - unbalanced quotes in prose, unknown characters, ...
             continue
         if tokens:
-            return tokens[0].token_type.name
+            return tokens[0]
     return None

@@ -236,8 +236,9 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
 def _tokens(value: Any) -> dict[str, int | None] | None:
     if not isinstance(value, Mapping):
         return None
-    prompt = value.get("prompt", value.get("prompt_tokens", value.get("input")))
-    completion = value.get("completion", value.get("completion_tokens", value.get("output")))
+    # OpenAI's names, the short ones, and Anthropic's (`input_tokens`/`output_tokens`): the first one present counts
+    prompt = _first_present(value, ("prompt", "prompt_tokens", "input", "input_tokens"))
+    completion = _first_present(value, ("completion", "completion_tokens", "output", "output_tokens"))
     as_int = lambda v: None if _count(v) is None else int(v)  # noqa: E731
     tokens = {"prompt": as_int(prompt), "completion": as_int(completion)}
     # of the prompt tokens, those served from the endpoint's prompt cache (OpenAI's prompt_tokens_details
@@ -250,6 +251,10 @@ def _tokens(value: Any) -> dict[str, int | None] | None:
     if cached is not None:
         tokens["cached_prompt"] = min(cached, tokens["prompt"]) if tokens["prompt"] is not None else cached
     return tokens
+
+
+def _first_present(value: Mapping, keys: tuple[str, ...]) -> Any:
+    return next((value[key] for key in keys if value.get(key) is not None), None)
 
 
 def _flag(value: Any) -> bool | None:

@@ -282,7 +282,11 @@ class ModelRuntime:
         values = {"question": case.question or "", "schema": schema, "dialect": dialect, "evidence": evidence,
                   "history": [dict(h) for h in history], "examples": [dict(e) for e in examples],
                   "metadata": metadata, "case_id": case.id}
-        messages = compiled(self.prompt(suite)).messages(values)
+        # a lone surrogate (an earlier turn's answer with a `\\udce9` escape, in the history) as U+FFFD: UTF-8 cannot
+        # carry it, so the request (and its cache key) could not be made at all
+        from ..predictions import printable_text
+
+        messages = [{**m, "content": printable_text(m["content"])} for m in compiled(self.prompt(suite)).messages(values)]
         return PredictorCase(
             id=case.id, suite=suite.name, question=case.question, schema=schema, dialect=dialect, history=tuple(history),
             evidence=evidence, metadata=metadata, examples=tuple(examples), messages=tuple(messages),

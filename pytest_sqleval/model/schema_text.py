@@ -177,7 +177,9 @@ def _ddl(tables: Sequence[TableDoc], dialect: str, rows: dict[str, tuple]) -> st
         text = f"CREATE TABLE {_ident(table.name, dialect)} (\n" + ",\n".join(lines) + "\n);"
         if table.name in rows:
             columns, values = rows[table.name]
-            text += f"\n/* {len(values)} example rows from {table.name}:\n" + _row_table(columns, values) + "\n*/"
+            # a value holding `*/` would end the comment early: the rest of the rows would read as DDL
+            text += (f"\n/* {len(values)} example rows from {table.name}:\n"
+                     + _row_table(columns, values).replace("*/", "* /") + "\n*/")
         parts.append(text)
     return "\n".join(parts)
 
@@ -221,5 +223,7 @@ def _value(value: Any) -> str:
         return "NULL"
     if isinstance(value, str):
         text = value if len(value) <= 40 else value[:37] + "..."
+        # a line break inside a value would split its row over lines (one row per line is the layout)
+        text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
         return "'" + text.replace("'", "''") + "'"
     return str(value)

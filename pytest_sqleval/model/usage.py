@@ -9,7 +9,9 @@ Per case the record has ``latency_s``, ``tokens`` ``{prompt, completion}``, ``ca
 - ``tokens``: prompt and completion tokens of this run's calls (cache hits spent none), and ``cached_prompt``,
   of the prompt tokens those the endpoint served from its prompt cache, when some call reported it;
 - ``latency_s``: p50 and p95 of this run's calls (nearest-rank percentiles);
-- ``cost``: this run's spend, when ``price_per_1k_input``/``price_per_1k_output`` are set (None otherwise).
+- ``cost``: this run's spend, when ``price_per_1k_input``/``price_per_1k_output`` are set (None otherwise);
+- ``calls_without_tokens``: calls whose answer lacked a token count (prompt or completion), when there are some:
+  ``tokens`` and ``cost`` leave out what is not known of them.
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ def usage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     costs = [r["cost"] for r in runs if isinstance(r.get("cost"), (int, float))]
     names = sorted({str(r.get("model")) for r in cases if r.get("model")})
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
+    # an answer missing either count (a server that sends `prompt_tokens` only) is left out of `tokens` and `cost`
+    # in part: counted here too, or the suite's cost reads as complete while a call's price is unknown
     uncounted = sum(1 for r in called if (r.get("error") or {}).get("kind") != "model_error"
-                    and not any(isinstance((r.get("tokens") or {}).get(k), (int, float)) for k in ("prompt", "completion")))
+                    and not all(isinstance((r.get("tokens") or {}).get(k), (int, float)) for k in ("prompt", "completion")))
     block = {
         "model": names[0] if len(names) == 1 else names,
         "cases": len(cases),
@@ -99,8 +103,16 @@ def usage_line(block: Mapping[str, Any]) -> str:
     if latency["p50"] is not None:
         parts.append(f"latency p50 {latency['p50']:.3f} s, p95 {latency['p95']:.3f} s")
     if block.get("cost") is not None:
-        parts.append(f"cost ${block['cost']:.4f}")
+        parts.append(f"cost ${money(block['cost'])}")
     return " | ".join(parts)
+
+
+def money(amount: float) -> str:
+    """``0.0075`` to 4 decimals; a smaller amount (a short run of a cheap model) to its first 2 significant digits,
+    never ``0.0000`` for a spend that is not zero."""
+    if amount == 0 or abs(amount) >= 0.0001:
+        return f"{amount:.4f}"
+    return f"{amount:.{1 - math.floor(math.log10(abs(amount)))}f}"
 
 
 def records_of(suite_name: str, display_path: str, records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
