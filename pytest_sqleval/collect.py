@@ -21,11 +21,12 @@ from .outcomes import (
     decide_outcome,
     errored_record,
     internal_error_message,
+    suite_problem_message,
     wants_traceback,
 )
 from .predictions import Prediction, conflicting_ids, load_predictions, unicode_twins, unmatched_ids
 from .report.diff import render_miss
-from .state import sqleval_state
+from .state import engine_factory_of, sqleval_state
 from .suite import Case, Suite
 
 
@@ -74,11 +75,20 @@ class SuiteFile(pytest.File):
         ids = {c.id for c in suite.cases}
         unknown = unmatched_ids(predictions, ids | {f"{suite.name}::{i}" for i in ids})  # as --sqleval-predictions
         if unknown:
+            shown = ", ".join(f"{pid} (line {predictions[pid].line})" for pid in unknown[:20])
+            others = sorted({pid.partition("::")[0] for pid in unknown if "::" in pid} - {suite.name})
+            note = fix = ""
+            if others:  # `<other suite>::<id>` lines: a file shared by several suites, as `sqleval import` writes one
+                note = (f"; <suite>::<id> names another suite ({', '.join(others[:5])}), and this file is the "
+                        f"`predictions:` of suite {suite.name!r} only")
+                fix = ("give each suite its own predictions file, or pass a file shared by several suites with "
+                       "--sqleval-predictions (it replaces the suites' `predictions:`); otherwise ")
             raise SuiteError(
-                f"the predictions file {suite.predictions_file} has ids that match no case: {', '.join(unknown[:20])}"
-                + unicode_twins(unknown, ids | {f"{suite.name}::{i}" for i in ids}),
+                f"the predictions file {suite.predictions_file} has ids that match no case: {shown}"
+                + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
+                + unicode_twins(unknown, ids | {f"{suite.name}::{i}" for i in ids}) + note,
                 path=self.path,
-                fix="fix the ids (a turn is <interaction>/<n>) or remove those lines",
+                fix=fix + "fix the ids (a turn is <interaction>/<n>) or remove those lines",
             )
         conflicts = conflicting_ids(predictions, {f"{suite.name}::{i}" for i in ids})
         if conflicts:
@@ -210,7 +220,7 @@ class CaseItem(pytest.Function):
         if isinstance(error, GoldBroken):
             return f"{self.suite.path}:{self.case.line}: case {self.case.id}: broken gold: {error}"
         if isinstance(error, (SuiteError, GoldError, DatabaseError)):
-            return f"{self.suite.path}:{self.case.line}: case {self.case.id}: {error}"
+            return suite_problem_message(self, error)
         if not wants_traceback(self.config):
             return f"{self.suite.path}:{self.case.line}: case {self.case.id}: {internal_error_message(error)}"
         if isinstance(error, CaseErrored):
@@ -222,7 +232,7 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold, sqleva
     """The body of every suite item: evaluate the prediction and record the verdict."""
     item = request.node
     state = sqleval_state(request.config)
-    engines = state.case_engines(sqleval_case, sqleval_engine)
+    engines = state.case_engines(sqleval_case, sqleval_engine, engine_factory_of(request))
     if state.settings.check_gold:
         return check_gold_case(item, state, engines, sqleval_gold)
     chosen = sqleval_prediction.resolve()  # predictions file > model > `predicted:` (pytest_sqleval/model_plugin.py)

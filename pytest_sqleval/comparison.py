@@ -246,8 +246,8 @@ def _fix_of_profile(name: Any, table: Mapping[str, ComparisonOptions], key: str)
 
 
 def _fix_of_option(name: Any, value: Any) -> str:
-    if name not in OPTION_NAMES:
-        close = get_close_matches(str(name).lower(), OPTION_NAMES, n=1)
+    if name not in OPTION_NAMES:  # `profil:`, `Profile:` are the mapping's `profile:` key misspelt
+        close = get_close_matches(str(name).lower(), (*OPTION_NAMES, "profile"), n=1)
         if close:
             return f"write `{close[0]}: {value}` (the options are in the README's comparison table)"
         return "use an option the message lists; see the comparison profiles in the README"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import glob
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -129,8 +130,11 @@ def _require_file(ctx: LoadContext, path: Path, line: int | None) -> None:
                         fix="name the database file inside it (e.g. `database: data/shop.sqlite`), or use "
                             "`databases: \"data/*.sqlite\"` for every database in it")
     if not path.is_file():
+        bare = re.search(r"\$([A-Za-z_][A-Za-z0-9_]*)", str(path))  # `$HOME/db.sqlite`: only ${VAR} expands
         raise ctx.error(f"database file not found: {path}", line,
-                        fix="check the path (relative to the suite file), or give a SQLAlchemy URL such as "
+                        fix=(f"write ${{{bare.group(1)}}} for the environment variable (a bare ${bare.group(1)} is "
+                             "read as part of the path); otherwise " if bare else "")
+                            + "check the path (relative to the suite file), or give a SQLAlchemy URL such as "
                             + SERVER_URL_EXAMPLE)
 
 

@@ -60,10 +60,12 @@ class DatabaseError(Exception):
 
 
 class GoldError(Exception):
-    """A gold query that fails, times out or exceeds the row cap: an error of the suite."""
+    """A gold query that fails, times out or exceeds the row cap: an error of the suite. ``kind`` is the
+    :class:`QueryError` kind of a gold that ran and failed (``syntax``, ``runtime``, ``timeout``...), else None."""
 
-    def __init__(self, message: object = "") -> None:
+    def __init__(self, message: object = "", *, kind: str | None = None) -> None:
         super().__init__(_masked(str(message)))
+        self.kind = kind
 
 
 class UserHookError(Exception):

@@ -124,7 +124,7 @@ class Evaluator:
                 runs.append(self.run_gold(case.gold, suite.execution, engine, dialect, self._display(spec, engine),
                                           timeout=timeout, max_rows=max_rows, max_memory=max_memory))
             except GoldError as exc:
-                raise GoldError(f"{exc} [case {case.id}]") from None
+                raise GoldError(f"{exc} [case {case.id}]", kind=exc.kind) from None
         return runs
 
     def gold_alternatives(self, case: Case, suite: Suite, engines: Sequence[Any], *, timeout: float | None = None,
@@ -138,7 +138,7 @@ class Evaluator:
                     runs.append(self.run_gold(gold, suite.execution, engine, suite_dialect(suite, engine), self._display(spec, engine),
                                               timeout=timeout, max_rows=max_rows, max_memory=max_memory))
                 except GoldError as exc:
-                    raise GoldError(f"{exc} [case {case.id}, gold #{len(alternatives) + 2}]") from None
+                    raise GoldError(f"{exc} [case {case.id}, gold #{len(alternatives) + 2}]", kind=exc.kind) from None
             alternatives.append(tuple(runs))
         return tuple(alternatives)
 
@@ -166,7 +166,7 @@ class Evaluator:
         if len(self._gold_cache) > GOLD_CACHE_SIZE:  # bounded memory on huge suites: the least recently used goes
             del self._gold_cache[next(iter(self._gold_cache))]
         if isinstance(cached, GoldError):
-            raise GoldError(str(cached))
+            raise GoldError(str(cached), kind=cached.kind)
         return cached
 
     def _run_gold(self, gold: str, options: ComparisonOptions, engine, dialect: str, display: str,
@@ -187,7 +187,7 @@ class Evaluator:
             result = run_query(engine, sql, timeout=timeout, max_rows=max_rows, untrusted=False, max_memory=max_memory,
                                text_errors=text_errors(options), distinct_rows=distinct_rows(options))
         except QueryError as exc:
-            return GoldError(f"the gold query failed on {display} ({exc.kind}): {exc.message}")
+            return GoldError(f"the gold query failed on {display} ({exc.kind}): {exc.message}", kind=exc.kind)
         groups = None
         if plan.ordered and plan.key_columns is not None:
             groups = tuple(tie_group_starts(result.rows, plan.key_columns))

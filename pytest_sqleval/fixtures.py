@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .state import STATE_KEY, sqleval_state
+from .state import STATE_KEY, engine_factory_of, sqleval_state
 
 if TYPE_CHECKING:  # pragma: no cover
     from .execution.engines import EngineFactory
@@ -137,8 +137,9 @@ def sqleval_gold(request: pytest.FixtureRequest, sqleval_case, sqleval_engine):
     """The gold side of the current case (results, schema, difficulty); a broken gold is an error here."""
     state = sqleval_state(request.config)
     suite = request.node.suite
+    engines = state.case_engines(sqleval_case, sqleval_engine, engine_factory_of(request))
     prepared = state.evaluator.prepare(
-        sqleval_case, suite, state.case_engines(sqleval_case, sqleval_engine), timeout=state.timeout_for(suite),
+        sqleval_case, suite, engines, timeout=state.timeout_for(suite),
         max_rows=state.max_rows_for(suite), max_memory=state.max_memory_for(suite),
     )
     if state.settings.check_gold and getattr(sqleval_case, "expected", None) is not None:

@@ -126,7 +126,7 @@ def _short_failure(item, excinfo) -> Any:
     error = excinfo.value
     where = f"{item.suite.path}:{item.case.line}: case {item.case.id}"
     if _is_suite_problem(error):
-        return f"{where}: {error}"
+        return suite_problem_message(item, error)
     if wants_traceback(item.config):
         return item._repr_failure_py(excinfo, style="long")
     return f"{where}: {_user_code_failure(excinfo) or internal_error_message(error)}"
@@ -153,6 +153,22 @@ def _user_code_failure(excinfo) -> str | None:
         return (f"setup failed in your code at {path}:{entry.lineno + 1} ({entry.name}): {type(error).__name__}"
                 f"{': ' + text if text else ''}; run with --tb=long for the traceback")
     return None
+
+
+#: The kinds of a gold the engine refused or failed to run (its other failures, a timeout or the row cap, say their
+#: own fix).
+_GOLD_SQL_FAILED = frozenset({"syntax", "runtime"})
+
+
+def suite_problem_message(item, error: BaseException) -> str:
+    """``file:line: case id: message`` for a broken gold or database, with the fix for a gold that fails to run."""
+    from .errors import GoldError
+
+    text = f"{item.suite.path}:{item.case.line}: case {item.case.id}: {error}"
+    if isinstance(error, GoldError) and getattr(error, "kind", None) in _GOLD_SQL_FAILED:
+        text += (f"\n  fix: correct the gold SQL of case {item.case.id} so that it runs on its database (or give the "
+                 "case the database it was written for); a broken gold is the suite's error, never the model's miss")
+    return text
 
 
 def _is_suite_problem(error: BaseException) -> bool:

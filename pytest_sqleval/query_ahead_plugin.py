@@ -58,7 +58,8 @@ def _send_prediction(item) -> None:
     if state.settings.check_gold or known is None or prepared is None:
         return  # gold checks run no prediction
     try:
-        engines = state.case_engines(item.case, item.funcargs.get("sqleval_engine"))
+        engines = state.case_engines(item.case, item.funcargs.get("sqleval_engine"),
+                                     item.funcargs.get("sqleval_engine_factory"))
         state.evaluator.send_prediction_ahead(item.suite, known.sql, engines, prepared,
                                               **case_limits(state, item.suite))
     except Exception:  # noqa: BLE001 - the case sends it itself, and reports what fails, in its call phase

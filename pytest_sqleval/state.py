@@ -66,11 +66,19 @@ class SqlevalState:
             self.suites[path] = load_suite_shared(path, self.engines.build_dir, as_collected=True)
         return self.suites[path]
 
-    def case_engines(self, case, first_engine) -> list:
-        """The engines of all the case's databases: ``first_engine`` (the ``sqleval_engine`` fixture) and the rest."""
+    def case_engines(self, case, first_engine, factory: Any = None) -> list:
+        """The engines of all the case's databases: ``first_engine`` (the ``sqleval_engine`` fixture) and the rest,
+        from ``factory`` (the ``sqleval_engine_factory`` fixture, which a conftest.py may override: it is then
+        called for every database of the case, as for the first) or, without one, the session's."""
         if first_engine is None:
             return []
-        return [fixture_engine(first_engine), *(self.engines.engine(spec) for spec in case.databases[1:])]
+        if factory is None or getattr(factory, "factory", None) is self.engines:  # the plugin's own fixture
+            rest = [self.engines.engine(spec) for spec in case.databases[1:]]
+        else:
+            from .execution.engines import factory_engine
+
+            rest = [fixture_engine(factory_engine(factory, spec)) for spec in case.databases[1:]]
+        return [fixture_engine(first_engine), *rest]
 
     def engine_label(self, spec, engine) -> str | None:
         """An engine other than the one opened for ``spec`` (an overridden ``sqleval_engine``), named for messages
@@ -147,6 +155,15 @@ def _from_fixture(label: str | None, engine: Any) -> str:
     from .secrets import mask_url
 
     return f"{label or mask_url(str(engine.url))} (from the sqleval_engine fixture)"
+
+
+def engine_factory_of(request: pytest.FixtureRequest) -> Any:
+    """The ``sqleval_engine_factory`` fixture of a suite item whose fixtures include it (None otherwise, as when a
+    conftest.py's ``sqleval_engine`` needs no factory)."""
+    case = getattr(request.node, "case", None)
+    if case is None or len(case.databases) < 2 or "sqleval_engine_factory" not in request.fixturenames:
+        return None  # one database: the first engine is the sqleval_engine fixture's
+    return request.getfixturevalue("sqleval_engine_factory")
 
 
 def fixture_engine(engine: Any) -> Any:

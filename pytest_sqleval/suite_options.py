@@ -166,8 +166,33 @@ def _exact_match(ctx: LoadContext, value: Any, line: int | None):
     try:
         return resolve_exact_match(value)
     except ValueError as exc:
-        raise ctx.error(str(exc), line, fix="use a profile and option the message lists; see the exact-match "
-                        "profiles in the README") from None
+        fix = "use a profile and option the message lists; see the exact-match profiles in the README"
+        misspelt = _misspelt_exact_match_key(value)
+        if misspelt is not None:
+            key, close = misspelt
+            written = str(value[key]).lower() if isinstance(value[key], bool) else value[key]
+            fix = f"write `{close}: {written}` ({fix})"
+            if isinstance(value, LineMapping):
+                line = value.key_lines.get(key, line)
+        raise ctx.error(str(exc), line, fix=fix) from None
+
+
+def _misspelt_exact_match_key(value: Any) -> tuple[Any, str] | None:
+    """``(key, closest valid key)`` for a key of an `exact_match:` mapping that is no key of any profile
+    (``profil:``, ``Values:``), else None."""
+    from difflib import get_close_matches
+
+    from .metrics.exact_match.options import KEY_NAMES, profile_keys
+
+    if not isinstance(value, dict):
+        return None
+    valid = profile_keys(value.get("profile", "sqleval")) or KEY_NAMES  # the named profile's own keys, if it exists
+    for key in value:
+        if key not in KEY_NAMES:
+            close = get_close_matches(str(key).lower(), valid, n=1)
+            if close:
+                return key, close[0]
+    return None
 
 
 def _pass_if(ctx: LoadContext, value: Any, line: int | None):

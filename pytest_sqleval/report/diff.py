@@ -30,7 +30,10 @@ def _miss_reason(record: dict[str, Any]) -> str:
         return f"{error['kind']}: {error['message']}{_cut_off(record)}"
     mismatch = record.get("mismatch")
     if mismatch:
-        return f"{mismatch['reason']}: {mismatch['detail']}"
+        # several databases (test-suite accuracy): the diff shown is the first database the prediction missed on
+        where = f" (on {mismatch['database']})" if len(record.get("databases") or ()) > 1 and mismatch.get("database") \
+            else ""
+        return f"{mismatch['reason']}: {mismatch['detail']}{where}"
     violated = violation(record)
     if violated is not None:
         return f"{violated[0]}: {violated[1]}"

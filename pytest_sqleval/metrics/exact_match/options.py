@@ -36,6 +36,14 @@ _PROFILE_OPTIONS: dict[str, dict[str, tuple[Any, ...]]] = {
     "sqleval": {"values": ("compare", "ignore")},
 }
 
+#: Every key an `exact_match:` mapping may hold, whatever its profile (for a misspelt key's suggestion).
+KEY_NAMES: tuple[str, ...] = ("profile", *dict.fromkeys(n for options in _PROFILE_OPTIONS.values() for n in options))
+
+
+def profile_keys(profile: Any) -> tuple[str, ...]:
+    """The keys an `exact_match:` mapping naming ``profile`` may hold (empty for an unknown profile)."""
+    return ("profile", *_PROFILE_OPTIONS[profile]) if isinstance(profile, str) and profile in _PROFILE_OPTIONS else ()
+
 
 @dataclass(frozen=True)
 class ExactMatchOptions:
