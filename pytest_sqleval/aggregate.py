@@ -177,9 +177,14 @@ def grouped_by_gold(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             if any(rate is not None for rate in rates):
                 result[metric.name] = math.fsum(rate for rate in rates if rate is not None)
             continue
-        value = mean(aggregate_metric(metric, groups[key]) for key in sorted(groups))
+        values = [v for v in (aggregate_metric(metric, groups[key]) for key in sorted(groups)) if v is not None]
+        value = mean(values)
         if value is not None:
             result[metric.name] = value
+            if metric.interval is not None:  # over the groups' values: each distinct gold query counts once
+                found = interval_of(metric.interval, values)
+                if found is not None:
+                    result.setdefault("intervals", {})[metric.name] = found
     return result
 
 
@@ -240,16 +245,18 @@ def turn_breakdown(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for record in records:
         if record.get("turn") is not None:
             buckets[turn_bucket(record["turn"])].append(record)
-    return {
-        bucket: {
-            "turns": len(buckets[bucket]),
-            "question_match": mean(r.get("passed_rule") for r in buckets[bucket]),
-            **({"execution_accuracy": mean(r.get("execution_match") for r in buckets[bucket])}
-               if all(r.get("execution_match") is not None for r in buckets[bucket]) else {}),
-        }
-        for bucket in TURN_BUCKETS
-        if bucket in buckets
-    }
+    return {bucket: _turn_row(buckets[bucket]) for bucket in TURN_BUCKETS if bucket in buckets}
+
+
+def _turn_row(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One turn position's question match and execution accuracy, each with its 95% (Wilson) interval."""
+    vectors = {"question_match": [float(bool(r["passed_rule"])) for r in turns if r.get("passed_rule") is not None]}
+    if all(r.get("execution_match") is not None for r in turns):
+        vectors["execution_accuracy"] = [float(bool(r["execution_match"])) for r in turns]
+    row: dict[str, Any] = {"turns": len(turns), **{name: mean(values) for name, values in vectors.items()}}
+    found = {name: interval_of("wilson", values) for name, values in vectors.items()}
+    row["intervals"] = {name: interval for name, interval in found.items() if interval is not None}
+    return row
 
 
 # --------------------------------------------------------------------------- intervals and the overall figure
@@ -258,6 +265,13 @@ def interaction_vectors(records: Sequence[Mapping[str, Any]]) -> dict[str, list[
     interaction_execution_accuracy (one per interaction). An interaction with a turn whose gold failed (a suite
     error) is left out; a turn without a verdict (``passed_rule`` None, e.g. from an older merged report) is
     not counted in question_match."""
+    return {name: list(values.values()) for name, values in interaction_values(records).items()}
+
+
+def interaction_values(records: Sequence[Mapping[str, Any]], *, turn_key=None,
+                       interaction_key=lambda r: r["interaction"]) -> dict[str, dict[Any, float]]:
+    """:func:`interaction_vectors`' values by the turn (question_match, ``turn_key`` of a record; by default its
+    position) or the interaction (``interaction_key`` of one of its turns): what a baseline comparison pairs."""
     grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("interaction") is not None:
@@ -267,19 +281,19 @@ def interaction_vectors(records: Sequence[Mapping[str, Any]]) -> dict[str, list[
     # an interaction only some of whose turns ran (``-k``, ``--lf``) counts its turns, not as a whole interaction
     complete = [rs for rs in scorable
                 if len({r.get("turn") for r in rs}) >= max(r.get("interaction_turns") or 0 for r in rs)]
-    vectors = {
-        "question_match": [float(bool(r["passed_rule"])) for r in turns if r.get("passed_rule") is not None],
-        "interaction_match": [float(all(r.get("passed_rule") for r in rs)) for rs in complete],
+    values = {
+        "question_match": {(turn_key(r) if turn_key else n): float(bool(r["passed_rule"]))
+                           for n, r in enumerate(turns) if r.get("passed_rule") is not None},
+        "interaction_match": {interaction_key(rs[0]): float(all(r.get("passed_rule") for r in rs)) for rs in complete},
     }
     if all(r.get("execution_match") is not None for r in turns):
-        vectors["interaction_execution_accuracy"] = [float(all(r.get("execution_match") for r in rs)) for rs in complete]
-    return vectors
+        values["interaction_execution_accuracy"] = {interaction_key(rs[0]): float(all(r.get("execution_match") for r in rs))
+                                                    for rs in complete}
+    return values
 
 
 def intervals(records: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any]) -> dict[str, list[float]]:
     """95% intervals of the rates in ``metrics``: Wilson for shares, a seeded bootstrap for means."""
-    from .stats import bootstrap_mean, wilson
-
     registry = active_registry()
     result: dict[str, list[float]] = {}
     vectors: dict[str, list[float]] = {}
@@ -289,14 +303,19 @@ def intervals(records: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any]) 
     if any(m.scope == "interaction" and m.name in metrics for m in registry):
         vectors.update({k: v for k, v in interaction_vectors(records).items() if k in metrics})
     for name, values in vectors.items():
-        if registry[name].interval == "bootstrap":
-            interval = bootstrap_mean(values)
-        else:
-            # a rate's value may be a number from 0 to 1: its sum is the successes (for 0/1 values, their count)
-            interval = wilson(math.fsum(values), len(values))
+        interval = interval_of(registry[name].interval, values)
         if interval is not None:
-            result[name] = [interval[0], interval[1]]
+            result[name] = interval
     return result
+
+
+def interval_of(kind: str | None, values: Sequence[float]) -> list[float] | None:
+    """The 95% interval of the mean of ``values``: a seeded bootstrap (``kind`` "bootstrap", means) or Wilson's (a
+    rate's values may be numbers from 0 to 1: their sum is the successes; for 0/1 values, their count)."""
+    from .stats import bootstrap_mean, wilson
+
+    interval = bootstrap_mean(values) if kind == "bootstrap" else wilson(math.fsum(values), len(values))
+    return None if interval is None else [interval[0], interval[1]]
 
 
 def aggregate_overall(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ scored in both runs (``n_pairs``): ``current`` and ``baseline`` are the metric o
 ``delta`` = current - baseline, ``ci`` its 95% interval, ``p_value`` a two-sided paired test:
 
 - 0/1 metrics (``execution_accuracy``, ``exact_match``, ``valid_syntax``, ``pass_rate``,
-  ``test_suite_accuracy``): the exact McNemar test on the discordant pairs; the interval of the
+  ``test_suite_accuracy``; SParC's ``question_match`` paired by turn, ``interaction_match`` and
+  ``interaction_execution_accuracy`` by interaction): the exact McNemar test on the discordant pairs; the interval of the
   difference of paired shares is the exact conditional one (Clopper-Pearson on the discordant pairs),
   which excludes 0 exactly when the McNemar test is significant at 0.05.
 - means (``soft_f1``, ``bird_soft_f1``, ``r_ves``): the paired sign-flip permutation test; the
@@ -33,8 +34,14 @@ SCORE_OPTIONS = ("timeout", "max_rows", "strict", "max_memory", "database_url")
 
 
 def paired_metrics(registry: MetricRegistry | None = None) -> tuple[str, ...]:
-    """Metrics compared case by case, in report order: every per-case rate and mean of the registry."""
-    return tuple(m.name for m in _paired(registry))
+    """Metrics compared case by case, in report order: every per-case rate and mean of the registry, and the SParC
+    metrics (``question_match`` turn by turn, ``interaction_match`` interaction by interaction)."""
+    return tuple(m.name for m in _compared(registry))
+
+
+def _compared(registry: MetricRegistry | None) -> list[Metric]:
+    return [m for m in (registry or active_registry())
+            if m.reported and m.kind in ("rate", "mean") and m.scope in ("case", "interaction")]
 
 
 def _paired(registry: MetricRegistry | None) -> list[Metric]:
@@ -142,7 +149,7 @@ def check_report(path: str | Path, data: dict[str, Any], *, role: str = "report"
             raise ReportError(path, f"case #{number} ({key[0]}::{key[1]}) of the {role} is also case #{seen[key]}: "
                                     "a report holds each case once", write_it)
         seen[key] = number
-        problem = _malformed_score(case, compared)
+        problem = _malformed_score(case, compared) or _malformed_turn(case)
         if problem:
             raise ReportError(path, f"case #{number} ({key[0]}::{key[1]}) of the {role} has {problem}", write_it)
     return data
@@ -167,6 +174,15 @@ def _malformed_block(data: Mapping[str, Any]) -> str | None:
             return f"has a run.{key} that is not {'an object' if shape is dict else 'a list'} ({type(run[key]).__name__})"
     if any(not isinstance(digest, str) for digest in (run.get("files") or {}).values()):
         return "has a run.files entry that is not a SHA-256 text"
+    if run.get("shard") is not None:  # `sqleval merge` counts the shards by it, the warnings name it
+        from .shard import ShardError, parse_shard
+
+        try:
+            if not isinstance(run["shard"], str):
+                raise ShardError("")
+            parse_shard(run["shard"])
+        except ShardError:
+            return f"has a run.shard that is not K/N, as --sqleval-shard writes it ({run['shard']!r})"
     gates = (run.get("options") or {}).get("gates")
     if gates is not None and not isinstance(gates, dict):
         return f"has a run.options.gates that is not an object ({type(gates).__name__})"
@@ -184,6 +200,20 @@ def _malformed_score(case: Mapping[str, Any], metrics: Sequence[Metric]) -> str 
             check_case_value(metric, record)
         except MetricError:
             return f"{key} {case.get(key)!r}, not a {metric.kind} value (true/false, a finite number or null)"
+    return None
+
+
+def _malformed_turn(case: Mapping[str, Any]) -> str | None:
+    """An interaction's turn whose ``interaction``, ``turn`` or ``interaction_turns`` is not what a run writes (a
+    text, and whole numbers): the SParC aggregates and their baseline comparison group and count by them."""
+    if case.get("interaction") is None:
+        return None
+    if not isinstance(case["interaction"], str):
+        return f"interaction {case['interaction']!r}, not the interaction's id (a text)"
+    for key in ("turn", "interaction_turns"):
+        value = case.get(key)
+        if value is not None and (type(value) is not int or value < 1):
+            return f"{key} {value!r}, not a whole number of 1 or more"
     return None
 
 
@@ -225,11 +255,17 @@ def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mappi
     pairs["removed"] = [k for k in base_by_key if k not in cur_by_key]
     metrics: dict[str, Any] = {}
     both = (*cur_by_key.values(), *base_by_key.values())
-    for metric in _paired(None):
-        if metric.present_when is not None and not any(metric.present_when(c) for c in both):
-            continue  # as in the aggregates (test_suite_accuracy: only suites with several databases have it)
-        values = [(metric.case_value(cur_by_key[k]), metric.case_value(base_by_key[k]))
-                  for k in cur_by_key if k in base_by_key]
+    # the SParC metrics, per turn and per interaction (an interaction is qualified as its cases are: suite::talk)
+    by_interaction = [_interaction_values(list(side.values()), key) for side in (cur_by_key, base_by_key)]
+    for metric in _compared(None):
+        if metric.scope == "interaction":
+            now, then = (side.get(metric.name, {}) for side in by_interaction)
+            values = [(now[k], then[k]) for k in now if k in then]
+        else:
+            if metric.present_when is not None and not any(metric.present_when(c) for c in both):
+                continue  # as in the aggregates (test_suite_accuracy: only suites with several databases have it)
+            values = [(metric.case_value(cur_by_key[k]), metric.case_value(base_by_key[k]))
+                      for k in cur_by_key if k in base_by_key]
         paired = [(c, b) for c, b in values if c is not None and b is not None]
         if paired:
             stats = metrics[metric.name] = paired_statistics(metric.kind, paired)
@@ -240,6 +276,15 @@ def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mappi
     if errors:
         entry["pairs_with_errors"] = errors
     return entry
+
+
+def _interaction_values(cases: Sequence[Mapping[str, Any]], key) -> dict[str, dict[str, float]]:
+    """The 0/1 values behind question_match (by turn) and interaction_match (by interaction), keyed as ``key``
+    keys a case."""
+    from .aggregate import interaction_values
+
+    turns = [dict(c, interaction=key({**c, "id": c["interaction"]})) for c in cases if c.get("interaction") is not None]
+    return interaction_values(turns, turn_key=key) if turns else {}
 
 
 def paired_statistics(kind: str, paired: Sequence[tuple[float, float]]) -> dict[str, Any]:

@@ -293,8 +293,10 @@ def _junit_gates(config: pytest.Config, report: dict[str, Any]) -> None:
     if xml is None:
         return
     shard = (report.get("run") or {}).get("shard")
-    for gate in gates(report):
-        reporter = xml.node_reporter(f"sqleval::gate::{gate.get('name')}")
+    for number, gate in enumerate(gates(report), start=1):
+        # keyed by position: LogXML keeps one testcase per key, and two gates may share a name (a rule for each suite
+        # that no suite can judge and the overall rule: both `overall::soft_f1 vs baseline`)
+        reporter = xml.node_reporter(f"sqleval::gate::{number}::{gate.get('name')}")
         reporter.attrs.update(classname="sqleval.gates", name=str(gate.get("name")))
         reporter.add_property("sqleval_gate", json.dumps(gate, ensure_ascii=False, default=str))
         if gate.get("passed"):

@@ -35,7 +35,14 @@ class BaselineRule:
     @property
     def text(self) -> str:
         prefix = f"{self.scope}:" if self.scope else ""
-        return f"{prefix}{self.metric}={self.tolerance:g}"
+        return f"{prefix}{self.metric}={exact_number(self.tolerance)}"
+
+
+def exact_number(value: float) -> str:
+    """``0.01``, ``0`` as ``:g`` writes them; a value ``:g`` would round (``0.3333334``) in full: the recorded rule is
+    read back by ``sqleval gate``, which must judge the tolerance the run judged."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
 
 
 def parse_baseline_rule(text: str) -> BaselineRule:
@@ -246,7 +253,7 @@ def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alp
     drop, dropped = (delta, "rose") if lower_is_better else (-delta, "dropped")
     evidence = f"(95% CI [{lo:.2f}, {hi:.2f}], p={format_p(p)}, {stats['n_pairs']} pairs)"
     label = _rule_label(rule)
-    tolerance = f"{rule.tolerance:g}"
+    tolerance = exact_number(rule.tolerance)
     significant = p < alpha
     # a drop equal to the tolerance is within it: 1.0 - 0.7 is 0.30000000000000004 in floating point
     within = drop <= rule.tolerance + 1e-9
@@ -290,6 +297,10 @@ def regate(report: Mapping[str, Any], *, thresholds: Sequence[Threshold] = (), o
     options = GateOptions(overall_thresholds=tuple(merge(overall, options.overall_thresholds)),
                           max_regressed=options.max_regressed, fail_under_baseline=options.fail_under_baseline,
                           alpha=options.alpha, baseline=baseline_path or options.baseline)
+    # the gate options these gates come from, as a run records them: `sqleval gate` on the written report (-o)
+    # re-gates it as it reads, not with the options of the run before
+    run = result["run"] = dict(result.get("run") or {})
+    run["options"] = {**(run.get("options") or {}), "gates": options.as_json()}
     if baseline is None:
         kept = result.get("baseline")
         result = complete_report(result, options)

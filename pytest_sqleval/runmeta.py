@@ -33,9 +33,11 @@ def timestamp(seconds: float) -> str:
 
 
 def versions() -> dict[str, str]:
+    import sqlite3
     from importlib.metadata import PackageNotFoundError, version
 
-    found = {"python": platform.python_version()}
+    # the SQLite library the default engine runs on: its version is not Python's (a distribution's, or a build's)
+    found = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
     for key, distribution in PACKAGES.items():
         try:
             found[key] = version(distribution)

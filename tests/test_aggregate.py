@@ -5,6 +5,7 @@ import random
 import pytest
 
 from pytest_sqleval.aggregate import aggregate_suite, gold_key
+from pytest_sqleval.stats import Z95
 
 
 def rec(index, gold, *, valid=True, em=None, ex=None, soft=None, passed=None, difficulty="easy", tags=(),
@@ -103,8 +104,28 @@ def test_interaction_metrics_and_turn_buckets():
     assert m["interaction_execution_accuracy"] == pytest.approx(2 / 3)
     by_turn = aggregate_suite(records)["by_turn"]
     assert list(by_turn) == ["1", "2", "3", "4", ">4"]
-    assert by_turn["2"] == {"turns": 3, "question_match": pytest.approx(2 / 3), "execution_accuracy": pytest.approx(2 / 3)}
+    # Wilson's interval of 2 of 3 by hand (z = 1.96; Z95 is the exact 1.959964): centre (2/3 + z^2/6) / (1 + z^2/3) = 0.5731, half-width
+    # z * sqrt(2/27 + z^2/36) / (1 + z^2/3) = 0.3654
+    wilson_2_of_3 = pytest.approx([0.2077, 0.9385], abs=1e-4)
+    assert by_turn["2"] == {"turns": 3, "question_match": pytest.approx(2 / 3), "execution_accuracy": pytest.approx(2 / 3),
+                            "intervals": {"question_match": wilson_2_of_3, "execution_accuracy": wilson_2_of_3}}
     assert by_turn[">4"]["turns"] == 2
+    # 2 of 2 (p = 1): the lower end (1 + z^2/4 - z^2/4) / (1 + z^2/2) = 2 / (2 + z^2) = 0.3424, the upper 1
+    assert by_turn[">4"]["intervals"]["question_match"] == pytest.approx([2 / (2 + Z95 ** 2), 1.0], abs=1e-12)
+
+
+def test_per_gold_sql_averages_carry_intervals_over_the_groups():
+    """MRO 3.2's per-gold-SQL average is a mean over distinct golds: its interval counts each gold once."""
+    records = [rec(0, "SELECT 1", ex=True), rec(1, "SELECT 1", ex=False), rec(2, "SELECT 2", ex=True),
+               rec(3, "SELECT 3", ex=True)]
+    grouped = aggregate_suite(records)["by_gold_sql"]
+    assert grouped["groups"] == 3
+    assert grouped["execution_accuracy"] == pytest.approx((0.5 + 1 + 1) / 3)
+    # Wilson over the three group values (their sum 2.5 the successes of n = 3), not over the 4 cases
+    z2 = Z95 ** 2
+    p, n = 2.5 / 3, 3
+    centre, half = (p + z2 / (2 * n)) / (1 + z2 / n), Z95 * (p * (1 - p) / n + z2 / (4 * n * n)) ** 0.5 / (1 + z2 / n)
+    assert grouped["intervals"]["execution_accuracy"] == pytest.approx([centre - half, centre + half], abs=1e-12)
 
 
 def test_interaction_with_a_failed_gold_is_left_out():

@@ -175,7 +175,12 @@ def test_by_turn_and_by_difficulty_by_hand_with_1_and_10_turn_interactions(pytes
     suite = report["suites"][0]
     # turn 1: ten/1 ok, one/1 ok, two/1 wrong value; turn 2: ten/2, two/2 ok; turn 3: ten/3 wrong;
     # turn 4: ten/4 ok; >4: ten/5..10 with 6 and 9 wrong -> 4 of 6
-    assert suite["by_turn"] == {
+    by_turn = {bucket: {k: v for k, v in row.items() if k != "intervals"} for bucket, row in suite["by_turn"].items()}
+    # each row's Wilson interval: 0 of 1 (turn 3) is [0, z^2 / (1 + z^2)], 1 of 1 (turn 4) [1 / (1 + z^2), 1]
+    z2 = 1.959963984540054 ** 2
+    assert suite["by_turn"]["3"]["intervals"]["question_match"] == pytest.approx([0.0, z2 / (1 + z2)], abs=1e-12)
+    assert suite["by_turn"]["4"]["intervals"]["execution_accuracy"] == pytest.approx([1 / (1 + z2), 1.0], abs=1e-12)
+    assert by_turn == {
         "1": {"turns": 3, "question_match": pytest.approx(2 / 3), "execution_accuracy": pytest.approx(2 / 3)},
         "2": {"turns": 2, "question_match": 1.0, "execution_accuracy": 1.0},
         "3": {"turns": 1, "question_match": 0.0, "execution_accuracy": 0.0},

@@ -231,7 +231,12 @@ def test_question_and_interaction_match_by_hand_serial_and_xdist_identical(pytes
         f"long/{n}": 6 for n in range(1, 7)}
     # by turn: 1 -> solo, solo_miss, long, late_error, exec_only, broken (5 of 6); 2 -> long, late_error, exec_only
     # (QM 2 of 3, EX 3 of 3); 3 -> long, late_error (1 of 2); 4 -> long; >4 -> long/5 (miss), long/6
-    assert report["suites"][0]["by_turn"] == {
+    by_turn = {b: {k: v for k, v in row.items() if k != "intervals"} for b, row in report["suites"][0]["by_turn"].items()}
+    # Wilson's interval of 1 of 2 (turn 3) by hand: centre 1/2, half-width z * sqrt(1/8 + z^2/16) / (1 + z^2/2)
+    z = 1.959963984540054
+    half = z * (1 / 8 + z * z / 16) ** 0.5 / (1 + z * z / 2)
+    assert report["suites"][0]["by_turn"]["3"]["intervals"]["question_match"] == pytest.approx([0.5 - half, 0.5 + half])
+    assert by_turn == {
         "1": {"turns": 6, "question_match": pytest.approx(5 / 6), "execution_accuracy": pytest.approx(5 / 6)},
         "2": {"turns": 3, "question_match": pytest.approx(2 / 3), "execution_accuracy": 1.0},
         "3": {"turns": 2, "question_match": 0.5, "execution_accuracy": 0.5},

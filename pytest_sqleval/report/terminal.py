@@ -82,7 +82,9 @@ def _write_metrics(tr, agg: dict) -> None:
     if not any(m.name in metrics for m in active_registry().reported()):
         tr.write_line("  no case was scored: no metrics")  # every case an error of the suite (a broken gold...)
         return
-    tr.write_line(f"  {'metric':<31} {'value':>8} {'95% interval':>18}   {'per gold SQL':>12}")
+    gold_intervals = grouped.get("intervals") or {}
+    header = f"  {'metric':<31} {'value':>8} {'95% interval':>18}   {'per gold SQL':>12}"
+    tr.write_line(header + (f" {'95% interval':>18}" if gold_intervals else ""))
     for metric in active_registry().reported():
         key, label = metric.name, metric.label
         if key not in metrics:
@@ -90,10 +92,12 @@ def _write_metrics(tr, agg: dict) -> None:
         value = fmt(metrics[key])
         interval = fmt_interval(intervals.get(key))
         per_gold = fmt(grouped.get(key)) if key in grouped else ""
+        if gold_intervals:
+            per_gold += f" {fmt_interval(gold_intervals[key]) if key in gold_intervals else '':>18}"
         extra = ""
         if key == "error_count" and metrics.get("errors_by_kind"):
             extra = "   (" + ", ".join(f"{k} {n}" for k, n in metrics["errors_by_kind"].items()) + ")"
-        tr.write_line(f"  {label:<31} {value:>8} {interval:>18}   {per_gold:>12}{extra}")
+        tr.write_line(f"  {label:<31} {value:>8} {interval:>18}   {per_gold:>{12 + (19 if gold_intervals else 0)}}{extra}")
     if grouped.get("groups") is not None:
         tr.write_line(f"  (per gold SQL: mean over {grouped['groups']} distinct gold queries, MRO 3.2)")
 
@@ -119,10 +123,12 @@ def _write_breakdown(tr, title: str, breakdown: dict) -> None:
 
 
 def _write_turns(tr, by_turn: dict) -> None:
-    tr.write_line(f"  by turn        {'turns':>6} {'QM':>8} {'EX':>8}")
+    tr.write_line(f"  by turn        {'turns':>6} {'QM':>8} {'EX':>8}   {'QM 95% interval':>18}  {'EX 95% interval':>18}")
     for bucket, row in by_turn.items():
+        spans = row.get("intervals") or {}  # a report written before turns had intervals shows "–"
         tr.write_line(f"    turn {bucket:<8} {row['turns']:>6} {fmt(row.get('question_match')):>8} "
-                      f"{fmt(row.get('execution_accuracy')):>8}")
+                      f"{fmt(row.get('execution_accuracy')):>8}   {fmt_interval(spans.get('question_match')):>18}  "
+                      f"{fmt_interval(spans.get('execution_accuracy')) if 'execution_accuracy' in row else '':>18}")
 
 
 def _write_model_usage(tr, records: list[dict]) -> None:
@@ -165,13 +171,18 @@ def write_gold_check(tr, records: Sequence[dict]) -> None:
     flagged = [r for r in records if r.get("gold_findings")]
     errors = [r for r in records if r.get("outcome") == "error"]
     checked = len(records)
+    several = len({r.get("suite") for r in records}) > 1  # two suites may share a case id: name the suite too
+
+    def name(record: dict) -> str:
+        return printable(f"{record.get('suite')}::{record['id']}") if several else str(record["id"])
+
     for record in errors:
-        tr.write_line(f"BROKEN {record['id']}: {record['error']['message']}", red=True)
+        tr.write_line(f"BROKEN {name(record)}: {record['error']['message']}", red=True)
     for record in flagged:
         for finding in record["gold_findings"]:
             broken = finding["severity"] == "broken"
             word = "BROKEN" if broken else "warning"
-            tr.write_line(f"{word} {record['id']}: {finding['kind']}: {finding['message']}", red=broken, yellow=not broken)
+            tr.write_line(f"{word} {name(record)}: {finding['kind']}: {finding['message']}", red=broken, yellow=not broken)
     broken = len(errors) + sum(1 for r in flagged if r.get("gold_status") == "broken")
     tr.write_line(f"{checked} gold queries checked: {broken} broken, "
                   f"{sum(1 for r in flagged if r.get('gold_status') == 'flagged')} with warnings")
@@ -240,9 +251,11 @@ def _write_comparison(tr, entry: dict) -> None:
         tr.write_line(f"    {metric:<20} {fmt(stats['baseline'])} -> {fmt(stats['current'])}  "
                       f"delta {stats['delta']:+.4f} (95% CI [{lo:+.4f}, {hi:+.4f}], p={format_p(stats['p_value'])}, "
                       f"{stats['test']}, {stats['n_pairs']} pairs)")
-    if unchanged:
-        n_pairs = entry["metrics"][unchanged[0]]["n_pairs"]
-        tr.write_line(f"    unchanged over {n_pairs} pairs: {', '.join(unchanged)}")
+    by_pairs: dict[int, list[str]] = {}  # interaction_match pairs interactions, question_match turns: counts differ
+    for metric in unchanged:
+        by_pairs.setdefault(entry["metrics"][metric]["n_pairs"], []).append(metric)
+    if by_pairs:
+        tr.write_line("    unchanged " + "; ".join(f"over {n} pairs: {', '.join(names)}" for n, names in by_pairs.items()))
     if entry["name"] != "overall" and entry["pairs"]["regressed"]:
         shown = entry["pairs"]["regressed"][:MISS_LIST_LIMIT]
         more = len(entry["pairs"]["regressed"]) - len(shown)
