@@ -234,6 +234,12 @@ def gate_command(args: argparse.Namespace) -> int:
     for warning in [*merge_warnings, *(regated.get("baseline") or {}).get("warnings", [])]:
         print(f"warning: {warning}", file=sys.stderr)
     passed = _print_gates(regated)
+    asked = bool(thresholds or ((regated.get("run") or {}).get("options") or {}).get("thresholds") or options.overall_thresholds
+                 or options.max_regressed is not None or options.fail_under_baseline)
+    if asked and not regated.get("cases"):  # pytest exits 5 on such a run: its gates never judged a case
+        print("sqleval: the report holds no case (nothing was evaluated: a -k or -m that selected nothing, or no "
+              "suite collected), so no gate can pass on it; gate a run that evaluated its suites")
+        passed = False
     # as pytest: a case whose gold or database failed is the suite's error, and a miss under --sqleval-strict is a
     # failure; either fails the run
     failing = False
