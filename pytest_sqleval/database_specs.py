@@ -113,6 +113,13 @@ def _database_from_text(ctx: LoadContext, text: str, line: int | None) -> Databa
         if expanded.startswith(("sqlite:///", "duckdb:///")) and len(expanded.split(":///", 1)[1].split("?")[0]) > 0:
             prefix, rest = expanded.split(":///", 1)
             file_part, query = (rest.split("?", 1) + [""])[:2]
+            if (file_part.startswith("file:") and prefix == "sqlite"  # SQLite's URI filename (`?uri=true`)
+                    and not ctx.resolve(unquote(file_part)).is_file()):  # (not a file that is named so)
+                plain = unquote(file_part[len("file:"):])
+                plain = plain[2:] if plain.startswith("///") else plain  # file:///abs/path -> /abs/path
+                raise ctx.error(f"a SQLite URI filename is not read here: {text}", line,
+                                fix=f"write the file's path, `database: sqlite:///{plain}` (or `database: {plain}`); "
+                                    "every database file is opened read-only, so `mode=ro` is not needed")
             if file_part != ":memory:":
                 resolved = ctx.resolve(unquote(file_part))  # a URL's database part is percent-encoded
                 _require_file(ctx, resolved, line)

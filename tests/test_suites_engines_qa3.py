@@ -284,3 +284,32 @@ def test_the_shared_file_works_through_the_command_line(pytester):
     result = _run(pytester, "--sqleval-predictions", "preds.jsonl")
     result.assert_outcomes(passed=1)
     assert "1 missed" in result.stdout.str()
+
+
+def test_a_sqlite_uri_filename_is_named_with_the_plain_path_to_write(pytester):
+    """`sqlite:///file:x.sqlite?mode=ro&uri=true` (SQLite's URI form): a bad-input message naming the file, the line
+    and the plain path to write, not "database file not found: .../file:x.sqlite"."""
+    connection = sqlite3.connect(pytester.path / "x.sqlite")
+    connection.execute("CREATE TABLE t (x INTEGER)")
+    connection.commit()
+    connection.close()
+    pytester.makefile(".sqleval.yaml", u='suite: u\ndatabase: "sqlite:///file:x.sqlite?mode=ro&uri=true"\n'
+                                          'cases:\n  - {id: a, gold: "SELECT x FROM t", predicted: "SELECT x FROM t"}\n')
+    result = pytester.runpytest("--sqleval", "-p", "no:cacheprovider")
+    text = result.stdout.str()
+    assert "u.sqleval.yaml:2: a SQLite URI filename is not read here" in text, text
+    assert "fix: write the file's path, `database: sqlite:///x.sqlite`" in text, text
+    assert "Traceback" not in text
+
+
+def test_a_file_literally_named_file_colon_is_still_a_path(pytester):
+    name = "file:odd.sqlite"
+    connection = sqlite3.connect(str(pytester.path / name))
+    connection.execute("CREATE TABLE t (x INTEGER)")
+    connection.execute("INSERT INTO t VALUES (1)")
+    connection.commit()
+    connection.close()
+    pytester.makefile(".sqleval.yaml", u=f'suite: u\ndatabase: "sqlite:///{name}"\n'
+                                          'cases:\n  - {id: a, gold: "SELECT x FROM t", predicted: "SELECT x FROM t"}\n')
+    result = pytester.runpytest("--sqleval", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
