@@ -415,6 +415,8 @@ def volatile_call(tree, dialect: str | None = None) -> str | None:
             return f"the clock ({node.sql(dialect=dialect)})"
         if draws_random(node):
             return f"a random value ({node.sql(dialect=dialect)})"
+        if isinstance(node, exp.TableSample) and node.args.get("seed") is None:  # a seed (REPEATABLE (7)) repeats
+            return f"a random sample of rows ({node.sql(dialect=dialect)})"
         if isinstance(node, exp.Anonymous):
             name = str(node.this).lower()
             if name in CLOCK_FUNCTIONS or (name == "unixepoch" and not node.expressions):
@@ -633,9 +635,10 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                 report.drops.append(Drop("no_question", item.sql, "the model gave no question"))
                 continue
             item.question = " ".join(question.split())
-            if options.paraphrases and isinstance(data, dict) and isinstance(data.get("paraphrases"), list):
+            paraphrases = _question_of(data, "paraphrases") if isinstance(data, dict) else None
+            if options.paraphrases and isinstance(paraphrases, list):
                 seen = {item.question.casefold()}  # a paraphrase repeating the question or another is no new case
-                for text in (" ".join(p.split()) for p in data["paraphrases"] if isinstance(p, str) and p.strip()):
+                for text in (" ".join(p.split()) for p in paraphrases if isinstance(p, str) and p.strip()):
                     if text.casefold() not in seen and len(item.paraphrases) < options.paraphrases:
                         seen.add(text.casefold())
                         item.paraphrases.append(text)
@@ -675,12 +678,11 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
     return report
 
 
-def _question_of(data: dict) -> Any:
-    """The answer's ``question`` (``"Question"`` as some models capitalise their JSON keys)."""
-    if "question" in data:
-        return data["question"]
-    return next((value for key, value in data.items() if isinstance(key, str) and key.strip().lower() == "question"),
-                None)
+def _question_of(data: dict, name: str = "question") -> Any:
+    """The answer's ``question`` (``"Question"`` as some models capitalise their JSON keys), or its ``name`` key."""
+    if name in data:
+        return data[name]
+    return next((value for key, value in data.items() if isinstance(key, str) and key.strip().lower() == name), None)
 
 
 def _plain_question(answer: str) -> str | None:
@@ -710,10 +712,11 @@ def _unquoted(text: str) -> str:
 
 def _agreement(answer: str) -> bool | None:
     data = parse_json_answer(answer)
-    if isinstance(data, dict) and isinstance(data.get("agree"), bool):
-        return data["agree"]
-    if isinstance(data, dict) and isinstance(data.get("agree"), str):  # `"agree": "yes"`, `"agree": "false"`
-        return {"yes": True, "true": True, "no": False, "false": False}.get(data["agree"].strip().lower())
+    agree = _question_of(data, "agree") if isinstance(data, dict) else None  # `"Agree": true` too
+    if isinstance(agree, bool):
+        return agree
+    if isinstance(agree, str):  # `"agree": "yes"`, `"agree": "false"`
+        return {"yes": True, "true": True, "no": False, "false": False}.get(agree.strip().lower())
     # the first word, past markdown (`**Yes**`): "Not sure" or "Nothing ..." is no "no"
     word = re.match(r"\W*(yes|no)\b", answer, flags=re.IGNORECASE)
     return None if word is None else word.group(1).lower() == "yes"

