@@ -772,7 +772,7 @@ def _reason(record: dict[str, Any]) -> str:
 
 def _render(head: str, scores: list[GoldScore], best: int, predicted: str) -> str:
     """The suite's ``-v`` miss layout (report/diff.py) for the best gold, then a line per other gold."""
-    from .report.diff import render_miss, rows_look_alike, rows_only
+    from .report.diff import ROWS_CUT_NOTE, render_miss, rows_look_alike, rows_only
 
     record = dict(scores[best].record)
     record["id"] = "sqleval"
@@ -782,7 +782,7 @@ def _render(head: str, scores: list[GoldScore], best: int, predicted: str) -> st
         # the report's values are JSON (a DECIMAL is a float there): the engine's own show what differs
         sides = dict(zip(("  rows only in gold:", "  rows only in prediction:"), rows_only(*raw, typed=True)))
         body = [next((line[:27] + text for start, text in sides.items() if line.startswith(start)), line)
-                for line in body]
+                for line in body if not line.startswith("  " + ROWS_CUT_NOTE)]  # the engine's rows are whole
     lines = [head, f"  {_reason(record)}", *body[1:]]
     if not any(line.startswith("  soft_f1:") for line in lines):
         lines.insert(4, f"  soft_f1: {record.get('soft_f1') or 0.0:.4f}")

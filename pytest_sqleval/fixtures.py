@@ -88,16 +88,29 @@ def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     """Before a test that is no case of a suite (and at the end), close the connections to DuckDB files, here and in
     the query process: DuckDB lets one process write a file or several read it, so the read-only handles the suites'
-    cases keep open would stop that test from opening the file read-write. Cases in a row keep theirs."""
+    cases keep open would stop that test from opening the file read-write. Cases in a row keep theirs. A test that is
+    no case releases them before its own teardown too: its fixtures' teardowns may write the file."""
+    if getattr(item, "case", None) is None:
+        _release_duckdb_handles()
     try:
         return (yield)
     finally:
         if getattr(nextitem, "case", None) is None:
-            import sys
+            _release_duckdb_handles()
 
-            engines = sys.modules.get("pytest_sqleval.execution.engines")  # nothing to release if never imported
-            if engines is not None:
-                engines.release_file_handles("duckdb")
+
+def _release_duckdb_handles() -> None:
+    import sys
+
+    # nothing to release if never imported; the helpers given an engine of the test's own use the query process
+    # without ever importing the engine factories
+    engines = sys.modules.get("pytest_sqleval.execution.engines")
+    if engines is not None:
+        engines.release_file_handles("duckdb")
+    elif sys.modules.get("pytest_sqleval.execution.sandbox") is not None:
+        running = sys.modules["pytest_sqleval.execution.sandbox"]._sandbox
+        if running is not None:
+            running.release("duckdb")
 
 
 @pytest.fixture

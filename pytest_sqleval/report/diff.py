@@ -101,6 +101,9 @@ def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
             lines.append("  rows only in gold:       " + gold_only)
         if predicted_only:
             lines.append("  rows only in prediction: " + predicted_only)
+        cut = _cut_columns(mismatch, "gold") or _cut_columns(mismatch, "predicted")
+        if (gold_only or predicted_only) and cut:
+            lines.append(f"  {ROWS_CUT_NOTE}{cut[0]} of {cut[1]} columns)")
     clauses = record.get("clauses") or {}
     wrong = [name for name, ok in clauses.items() if not ok]
     if wrong:
@@ -129,6 +132,16 @@ def sql_on_one_line(sql: str | None) -> str:
     return collapse_white_space(text)
 
 
+#: The line under the rows only in one side when a wide result's rows are cut to their first columns.
+ROWS_CUT_NOTE = "(rows above: their first "
+
+
+def _cut_columns(mismatch: dict[str, Any], side: str) -> tuple[int, int] | None:
+    """(shown, all) when the rows only in ``side`` show fewer columns than its result has (a report cuts them)."""
+    rows, shape = mismatch.get(f"{side}_only_rows") or (), mismatch.get(f"{side}_shape") or (0, 0)
+    return (len(rows[0]), shape[1]) if rows and len(rows[0]) < shape[1] else None
+
+
 def _indent(lines: list[str]) -> list[str]:
     return ["  " + line for line in lines]
 
@@ -138,6 +151,8 @@ def _table_block(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any
     header = f"{title} result: {n_rows} row{'s' if n_rows != 1 else ''} x {n_cols} column{'s' if n_cols != 1 else ''}"
     if n_rows > len(rows):
         header += f" (first {len(rows)})"
+    if columns and n_cols > len(columns):  # a report keeps a wide result's first columns
+        header += f" (first {len(columns)} columns)"
     return [header, *("  " + line for line in format_table(columns, rows))]
 
 
