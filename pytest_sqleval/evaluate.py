@@ -724,6 +724,8 @@ def mismatch_record(run: GoldRun, pred: QueryResult, verdict) -> dict[str, Any]:
         "predicted_columns": [jsonable(c) for c in pred.columns[:MAX_REPORT_COLUMNS]],
         "gold_only_rows": gold_only,
         "predicted_only_rows": predicted_only,
+        "gold_only_count": verdict.gold_only_count,  # how many rows only gold has in all (null: not counted)
+        "predicted_only_count": verdict.pred_only_count,
         "gold_head": [jsonable_row(r) for r in list(run.result.rows[:DIFF_ROWS])],
         "predicted_head": [jsonable_row(r) for r in list(pred.rows[:DIFF_ROWS])],
         **_typed_only_rows(gold_only, predicted_only, verdict),

@@ -175,6 +175,8 @@ def _compare_with_empty(gold: QueryResult, pred: QueryResult, options: Compariso
             f"gold has {counted(gold.row_count, 'row')}, the prediction {pred.row_count}",
             gold_only_rows=tuple(gold.rows[:MAX_EXAMPLE_ROWS]),
             pred_only_rows=tuple(pred.rows[:MAX_EXAMPLE_ROWS]),
+            gold_only_count=len(gold.rows),
+            pred_only_count=len(pred.rows),
         )
     if options.empty == "miss":
         return miss("empty", "both results are empty and the `empty` option counts that as a miss")

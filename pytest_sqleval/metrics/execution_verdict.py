@@ -24,7 +24,10 @@ class ExecutionVerdict:
     for the example rows) for other misses; ``None`` when the shapes differ.
     ``gold_only_rows`` / ``pred_only_rows`` hold at most five example rows
     (in each result's own column order; a NULL under ``nulls="distinct"``
-    shown as None) that one side has more often than the other.
+    shown as None) that one side has more often than the other;
+    ``gold_only_count`` / ``pred_only_count`` how many such rows there are in
+    all (each counted as often as that side has it more), None when not
+    counted.
     """
 
     match: bool
@@ -34,6 +37,8 @@ class ExecutionVerdict:
     column_mapping: ColumnMapping | None = None
     gold_only_rows: tuple[Row, ...] = ()
     pred_only_rows: tuple[Row, ...] = ()
+    gold_only_count: int | None = None
+    pred_only_count: int | None = None
 
     def __bool__(self) -> bool:
         """``assert compare_results(...)`` holds exactly when the results match."""
@@ -47,9 +52,12 @@ def miss(
     column_mapping: ColumnMapping | None = None,
     gold_only_rows: tuple[Row, ...] = (),
     pred_only_rows: tuple[Row, ...] = (),
+    gold_only_count: int | None = None,
+    pred_only_count: int | None = None,
 ) -> ExecutionVerdict:
     """A verdict that the results do not match, for ``reason`` (see :class:`ExecutionVerdict`)."""
-    return ExecutionVerdict(False, False, reason, detail, column_mapping, gold_only_rows, pred_only_rows)
+    return ExecutionVerdict(False, False, reason, detail, column_mapping, gold_only_rows, pred_only_rows,
+                            gold_only_count, pred_only_count)
 
 
 def counted(number: int, noun: str) -> str:

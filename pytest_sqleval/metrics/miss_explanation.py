@@ -82,6 +82,8 @@ def _miss_with_examples(reason: str, detail: str | None, gold: Side, pred: Side,
         reason, detail, column_mapping=mapping,
         gold_only_rows=_examples(gold.rows, missing),
         pred_only_rows=_examples(pred.rows, _inverse_keys(extra, mapping)),
+        gold_only_count=sum(missing.values()),
+        pred_only_count=sum(extra.values()),
     )
 
 

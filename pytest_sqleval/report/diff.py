@@ -101,6 +101,9 @@ def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
             lines.append("  rows only in gold:       " + gold_only)
         if predicted_only:
             lines.append("  rows only in prediction: " + predicted_only)
+        counts = _only_counts(mismatch)
+        if counts:
+            lines.append(f"  ({counts})")
         cut = _cut_columns(mismatch, "gold") or _cut_columns(mismatch, "predicted")
         if (gold_only or predicted_only) and cut:
             lines.append(f"  {ROWS_CUT_NOTE}{cut[0]} of {cut[1]} columns)")
@@ -134,6 +137,18 @@ def sql_on_one_line(sql: str | None) -> str:
 
 #: The line under the rows only in one side when a wide result's rows are cut to their first columns.
 ROWS_CUT_NOTE = "(rows above: their first "
+
+
+def _only_counts(mismatch: dict[str, Any]) -> str | None:
+    """``71 rows only in gold, 0 only in the prediction; up to 5 of each shown`` when the example rows above are fewer
+    than the rows only in one side (a report before the counts, or a verdict without them: None)."""
+    sides = [(mismatch.get(f"{side}_only_count"), len(mismatch.get(f"{side}_only_rows") or ()))
+             for side in ("gold", "predicted")]
+    if any(count is None for count, _ in sides) or all(count <= shown for count, shown in sides):
+        return None
+    (gold, gold_shown), (predicted, predicted_shown) = sides
+    return (f"{gold} row{'s' if gold != 1 else ''} only in gold, {predicted} only in the prediction; up to "
+            f"{max(gold_shown, predicted_shown)} of each shown")
 
 
 def _cut_columns(mismatch: dict[str, Any], side: str) -> tuple[int, int] | None:
