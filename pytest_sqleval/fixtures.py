@@ -108,9 +108,7 @@ def _release_duckdb_handles() -> None:
     if engines is not None:
         engines.release_file_handles("duckdb")
     elif sys.modules.get("pytest_sqleval.execution.sandbox") is not None:
-        running = sys.modules["pytest_sqleval.execution.sandbox"]._sandbox
-        if running is not None:
-            running.release("duckdb")
+        sys.modules["pytest_sqleval.execution.sandbox"].release_query_process_files("duckdb")
 
 
 @pytest.fixture

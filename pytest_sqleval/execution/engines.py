@@ -222,9 +222,7 @@ def release_file_handles(backend: str = "duckdb") -> None:
 
     for factory in list(_factories.values()):
         factory.release_files(backend)
-    running = sandbox._sandbox
-    if running is not None:
-        running.release(backend)
+    sandbox.release_query_process_files(backend)
 
 
 def _warn(message: str) -> None:

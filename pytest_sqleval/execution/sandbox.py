@@ -428,6 +428,13 @@ _sandbox: QuerySandbox | None = None
 _sandbox_lock = threading.Lock()
 
 
+def release_query_process_files(backend: str) -> None:
+    """Close the query process's connections to databases of ``backend`` (nothing when no query process runs)."""
+    running = _sandbox
+    if running is not None:
+        running.release(backend)
+
+
 def process_sandbox() -> QuerySandbox:
     """The sandbox of this process (created on first use, closed at exit)."""
     global _sandbox
