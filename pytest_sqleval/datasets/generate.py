@@ -630,12 +630,12 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                 schema=plain_schema, sql=item.sql, rows=preview[:600], paraphrases=paraphrases,
                 paraphrase_key=', "paraphrases": ["..."]' if options.paraphrases else ""), temperature=0.0)
             data = parse_json_answer(answer)
-            question = _question_of(data) if isinstance(data, dict) else (_plain_question(answer) if data is None else None)
+            question = _answer_key(data, "question") if isinstance(data, dict) else (_plain_question(answer) if data is None else None)
             if not isinstance(question, str) or not question.strip() or len(question) > 1000:
                 report.drops.append(Drop("no_question", item.sql, "the model gave no question"))
                 continue
             item.question = " ".join(question.split())
-            paraphrases = _question_of(data, "paraphrases") if isinstance(data, dict) else None
+            paraphrases = _answer_key(data, "paraphrases") if isinstance(data, dict) else None
             if options.paraphrases and isinstance(paraphrases, list):
                 seen = {item.question.casefold()}  # a paraphrase repeating the question or another is no new case
                 for text in (" ".join(p.split()) for p in paraphrases if isinstance(p, str) and p.strip()):
@@ -678,8 +678,9 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
     return report
 
 
-def _question_of(data: dict, name: str = "question") -> Any:
-    """The answer's ``question`` (``"Question"`` as some models capitalise their JSON keys), or its ``name`` key."""
+def _answer_key(data: dict, name: str) -> Any:
+    """The model's JSON answer's ``name`` key (``question``, ``agree``, ``paraphrases``), also written capitalised
+    (``"Question"``) as some models write their keys."""
     if name in data:
         return data[name]
     return next((value for key, value in data.items() if isinstance(key, str) and key.strip().lower() == name), None)
@@ -712,7 +713,7 @@ def _unquoted(text: str) -> str:
 
 def _agreement(answer: str) -> bool | None:
     data = parse_json_answer(answer)
-    agree = _question_of(data, "agree") if isinstance(data, dict) else None  # `"Agree": true` too
+    agree = _answer_key(data, "agree") if isinstance(data, dict) else None  # `"Agree": true` too
     if isinstance(agree, bool):
         return agree
     if isinstance(agree, str):  # `"agree": "yes"`, `"agree": "false"`
