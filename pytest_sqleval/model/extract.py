@@ -2,7 +2,8 @@
 
 Modes (suite key ``extract:``):
 
-- ``auto`` (default): the last fenced code block (```` ```sql ... ``` ````; an unclosed final fence counts; the
+- ``auto`` (default): the last fenced code block (```` ```sql ... ``` ````; the last query among several blocks of SQL,
+  not a ``CREATE INDEX`` suggested after it; an unclosed final fence counts; the
   query before a fence the answer closes but never opened, the prompt having opened it: see ``_prefilled_block``);
   else the SQL section of an answer in labelled sections (LangChain's ``SQLQuery: ...``/``SQLResult: ...``/
   ``Answer: ...``: see ``_labelled_section``); else a leading label (``SQL:``, ``Query:``, ``Answer:``) removed; else leading prose lines removed up to the
@@ -260,14 +261,18 @@ def _prefilled_block(text: str) -> str | None:
 
 def last_fenced_block(text: str) -> str | None:
     """The last SQL-tagged (or untagged) fenced block; else the last fenced block of any language; else None.
-    Among them, the last one that starts like SQL wins (not an untagged block of example output after the query)."""
+    Among them, the last query wins (not a ``CREATE INDEX`` the model suggests after it); else the last one that
+    starts like SQL (not an untagged block of example output after the query); else the last one."""
     blocks = [(m.group(2).lower(), m.group(3)) for m in _FENCE.finditer(text)]
     blocks = [(tag, body.strip()) for tag, body in blocks if body.strip()]
     if not blocks:
         return None
     sql_blocks = [body for tag, body in blocks if tag in SQL_FENCE_TAGS]
     candidates = sql_blocks or [body for _, body in blocks]
-    return next((body for body in reversed(candidates) if looks_like_sql(body)), candidates[-1])
+    statements = [body for body in candidates if looks_like_sql(body)]
+    if len(statements) > 1:
+        return next((body for body in reversed(statements) if _rank(body) == 2), statements[-1])
+    return statements[-1] if statements else candidates[-1]
 
 
 def _introduces(line: str) -> bool:
