@@ -345,7 +345,7 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
     renamed: list[str] = []
     for index, entry in enumerate(data):
         qid = entry.get("question_id", index)
-        case_id = f"q{_file_name(str(qid))}"  # a case id takes no '/', space or '::' (the loader's rule)
+        case_id = "q" + re.sub(r"[^A-Za-z0-9_.-]", "_", str(qid))  # a case id takes no '/', space or '::' (the loader's rule)
         if case_id in seen:
             renamed.append(f"entry {index} (question_id {json.dumps(qid, ensure_ascii=False)}, as entry "
                            f"{seen[case_id]}) is case {case_id}_{index}")
@@ -614,7 +614,11 @@ def _schema_only(path: Path) -> bool:
 
 
 def _file_name(db_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", db_id)
+    """``db_id`` as a file name: other characters than letters, digits, ``_.-`` become ``_``, and so do leading dots
+    (``.hidden`` would be a hidden file that ``ls`` and a file browser do not show; ``..`` names no file)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", db_id)
+    dots = len(name) - len(name.lstrip("."))
+    return "_" * dots + name[dots:] if name else "_"
 
 
 #: Datasets over Spider's databases whose suites are named ``<dataset>/<db_id>``: named ``<db_id>`` like Spider's
