@@ -314,8 +314,28 @@ def _distinct_columns(tree, cte_names: set[str]) -> set[tuple[str, str]]:
             unqualified.add((tables.pop(), name))
         elif tables:
             unqualified.add(("", name))
+    qualified |= _using_columns(tree, cte_names)
     names = {name for _, name in qualified}
     return qualified | {(table, name) for table, name in unqualified if table or name not in names}
+
+
+def _using_columns(tree, cte_names: set[str]) -> set[tuple[str, str]]:
+    """The columns a ``JOIN ... USING (id)`` reads: ``id`` of the joined table and of the source just before it,
+    as ``ON a.id = b.id`` reads both (a derived table's or a CTE's column is counted where it is defined)."""
+    from sqlglot import exp
+
+    found: set[tuple[str, str]] = set()
+    for select in tree.find_all(exp.Select):
+        sources = [select.args.get("from_") or select.args.get("from"), *(select.args.get("joins") or ())]
+        for before, join in zip(sources, sources[1:]):
+            names = [ident.name.lower() for ident in join.args.get("using") or () if ident.name]
+            for side in (before, join):
+                item = side.this if side is not None else None
+                if not isinstance(item, exp.Table) or not item.name or (item.name.lower() in cte_names
+                                                                        and not item.db):
+                    continue
+                found |= {(item.name.lower(), name) for name in names}
+    return found
 
 
 def _names_an_alias(column, select, name: str) -> bool:
