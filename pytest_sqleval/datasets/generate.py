@@ -7,7 +7,7 @@
    kept only if it parses as one query, runs, returns a non-empty result of at most ``max_result_rows`` rows,
    returns the same result on a second run, reads neither the clock nor a random number and has no LIMIT whose
    rows an engine picks (no ORDER BY, or a tie at the cut) (deterministic), and is not a duplicate of a kept query (the same
-   normalised SQL, or the same result and the same structure: tables and clauses).
+   normalised SQL, or the same result, up to the order of its columns, and the same structure: tables and clauses).
 3. The model writes a natural-language question for each kept SQL (and optional paraphrases: extra cases
    with the same gold, which the plugin groups per gold SQL).
 4. Optionally (``check``) the model is asked whether question and SQL agree; a disagreement is dropped.
@@ -370,6 +370,21 @@ def _rows_key(result, ordered: bool):
     return (len(result.columns), tuple(rows) if ordered else tuple(sorted(Counter(map(repr, rows)).items())))
 
 
+def _result_key(result, ordered: bool):
+    """The key duplicates are compared by: the result with its columns put in one order (by their values), so that
+    ``SELECT a, b`` and ``SELECT b, a`` are one result, as the paper's one-to-one column matching scores them. Two
+    results with one key are the same up to the order of their columns (columns holding the same values in another
+    pairing may keep two keys: a duplicate missed, never a query dropped wrongly)."""
+    from ..metrics.normalisation import normalise_value
+
+    rows = [tuple(normalise_value(v) for v in row) for row in result.rows]
+    columns = list(zip(*rows)) if rows else [() for _ in result.columns]
+    keys = [repr(column) if ordered else repr(sorted(map(repr, column))) for column in columns]
+    order = sorted(range(len(columns)), key=lambda index: keys[index])
+    permuted = [tuple(row[index] for index in order) for row in rows]
+    return (len(result.columns), tuple(permuted) if ordered else tuple(sorted(Counter(map(repr, permuted)).items())))
+
+
 def _normalised_sql(tree, dialect: str) -> str:
     from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
@@ -525,11 +540,12 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
         if same_text is not None:
             drops.append(Drop("duplicate", sql, f"the same normalised SQL as a kept query: {same_text.sql[:120]}"))
             continue
-        same_result = next((k for k in kept if k.result == result_key and k.structure == structure), None)
+        same_result = next((k for k in kept if k.result == _result_key(first, ordered) and k.structure == structure),
+                           None)
         if same_result is not None:
             drops.append(Drop("duplicate", sql, f"the same result and structure as a kept query: {same_result.sql[:120]}"))
             continue
-        kept.append(Kept(sql, result_key, normalised, structure, reasoning=reasoning,
+        kept.append(Kept(sql, _result_key(first, ordered), normalised, structure, reasoning=reasoning,
                          tags=sorted(name for name, clause in CLAUSE_TYPES.items() if clause in facts.clauses)))
         kept[-1].rows_preview = first.rows[:3]  # type: ignore[attr-defined]
     return kept, drops
