@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -767,7 +768,11 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float):
         return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
     if isinstance(value, decimal.Decimal):
-        return float(value) if value.is_finite() else str(value)
+        number = float(value) if value.is_finite() else None
+        if number is None or math.isinf(number):  # NaN, infinity, or more digits than a float holds: its text
+            text = str(value)
+            return text if len(text) <= MAX_REPORT_VALUE_CHARS else _cut(text)
+        return number
     if isinstance(value, (bytes, bytearray, memoryview)):
         value = bytes(value)
         if 2 * len(value) + 3 > MAX_REPORT_VALUE_CHARS:

@@ -8,6 +8,10 @@ first. Normalisation:
   already equal (``1 == 1.0``, same hash). A ``Decimal`` becomes an ``int``
   when it is integral (``Decimal("2.00") -> 2``) and a ``float`` otherwise
   (``Decimal("0.5") -> 0.5``), so every driver's numbers compare alike.
+  An integral ``Decimal`` of more than :data:`MAX_INT_DIGITS` digits stays a
+  ``Decimal`` (it equals, and hashes like, the same int): turning it into an
+  int costs time quadratic in its digits, and Python writes no int of more
+  than 4,300 digits as text.
 * **NaN equals NaN.** Every NaN (float or Decimal) becomes the one object
   :data:`NAN`; containers compare identity first, so ``(NAN,) == (NAN,)``.
 * **float_decimals.** ``None``: floats compare exactly (``0.1 + 0.2 != 0.3``).
@@ -70,6 +74,10 @@ EXACT_DECIMALS: Final = "value, exact decimals"
 #: What the normalisers take: a value of the ``numbers`` option, or :data:`EXACT_DECIMALS`.
 NumbersMode = Literal["value", "python", "value, exact decimals"]
 
+#: Most digits of an integral Decimal that becomes an int (see the module docstring): a PostgreSQL NUMERIC may have
+#: 131,072 digits, half a second each to turn into an int, which no report could then write as text.
+MAX_INT_DIGITS: Final = 4000
+
 _NoneType = type(None)
 _CONTAINERS = (list, tuple, dict, set, frozenset, memoryview)
 
@@ -131,11 +139,11 @@ def _normalise_float(value: float, float_decimals: int | None) -> float:
     return round(value, float_decimals)
 
 
-def _normalise_decimal(value: Decimal, float_decimals: int | None) -> int | float:
+def _normalise_decimal(value: Decimal, float_decimals: int | None) -> int | float | Decimal:
     if value.is_nan():
         return NAN
     if value.is_finite() and value == value.to_integral_value():
-        return int(value)
+        return int(value) if value.adjusted() < MAX_INT_DIGITS else value
     return _normalise_float(float(value), float_decimals)
 
 
