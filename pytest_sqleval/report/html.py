@@ -187,6 +187,7 @@ def _suite(report: dict[str, Any], suite: dict[str, Any]) -> dict[str, Any]:
                              view.baseline_suite(report, name)),
         "has_intervals": bool(suite.get("intervals")),
         "errors_by_kind": (suite.get("metrics") or {}).get("errors_by_kind") or {},
+        "model_usage": view.model_usage(suite),
         "pairs": {k: len(pairs.get(k) or []) for k in ("regressed", "fixed", "still_missed", "still_passed", "new", "removed")}
         if pairs else None,
     }

@@ -187,6 +187,10 @@ def _suite(lines: list[str], report: dict[str, Any], suite: dict[str, Any], list
     if errors:
         lines.append("Errors by kind: " + ", ".join(f"{cell(k)} {n}" for k, n in errors.items()))
         lines.append("")
+    usage = view.model_usage(suite)
+    if usage is not None:
+        lines.append("Model usage: " + cell(usage))
+        lines.append("")
     _breakdowns(lines, suite)
     cases = view.cases_of(report, name)
     _regressed(lines, report, name, cases, list_limit)

@@ -249,6 +249,20 @@ def baseline_passed(report: dict[str, Any]) -> dict[tuple[str, str], bool]:
 
 
 # --------------------------------------------------------------------------- cases
+def model_usage(suite: dict[str, Any]) -> str | None:
+    """The suite's model usage as the terminal summary prints it (``model m: 10 calls, ... | cost $0.0031``), or None
+    when no model answered in it (or a report from elsewhere holds a ``model`` block of another shape)."""
+    from ..model.usage import usage_line
+
+    block = suite.get("model")
+    if not isinstance(block, dict):
+        return None
+    try:
+        return usage_line(block)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
 def cases_of(report: dict[str, Any], suite: str | None = None) -> list[dict[str, Any]]:
     by_suite = _index(report, "cases", _cases_by_suite) if suite is not None else None
     if by_suite is not None:
