@@ -69,6 +69,7 @@ from ...sql.limits import WorkBudget
 from .parsing import parse_statement
 from .spider_tail import BARE_ORDER_BY, LIMIT_WITHOUT_VALUE
 from .spider_text import (
+    ORDER_STOP,
     _tokens,
     alias_written_with_as,
     join_spaced_comparisons,
@@ -129,6 +130,7 @@ def read_spider_sql(sql: str, schema: Schema, *, dialect: str = "sqlite", strict
     _tokens(sql, dialect)  # the limits first (SqlTooComplex): every later step tokenizes or walks the text
     sql = join_spaced_comparisons(sql, dialect)
     unread: tuple[str, ...] = ()
+    order_stop = None
     if strict:
         order = read_clause_order(sql, dialect)
         objection = tokenizer_objection(sql, dialect, end=order.dropped_from)
@@ -137,8 +139,10 @@ def read_spider_sql(sql: str, schema: Schema, *, dialect: str = "sqlite", strict
         if order.misplaced_elsewhere:
             raise OutsideGrammar("clause_order")
         unread = order.dropped_at_end
+        if unread[:1] == (ORDER_STOP,):
+            order_stop = order.dropped_from
     tree = parse_statement(sql, dialect, allow_trailing_statements=True, shared=True)  # read only: no copy
-    reader = _Reader(sql, schema, strict, unread)
+    reader = _Reader(sql, schema, strict, unread, order_stop)
     return SpiderRead(reader.read_statement(tree), tuple(reader.constructs))
 
 
@@ -192,6 +196,32 @@ def _written_parentheses(node: exp.Expression) -> bool:
     return not (isinstance(node, exp.Subquery) and set(node.args) <= {"this", "alias"})
 
 
+def _first_offset(node: exp.Expression) -> int | None:
+    """Where ``node`` starts in the text (the least start offset sqlglot kept in it), None when none is known."""
+    starts = [found.meta["start"] for found in node.walk() if found.meta.get("start") is not None]
+    return min(starts) if starts else None
+
+
+#: Predicates the official ORDER BY reader stops in, after their first operand.
+_ORDER_PREDICATES = (exp.Is, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.In, exp.Between,
+                     exp.Glob, exp.NullSafeEQ)
+
+
+def _word_before(text: str, offset: int | None) -> str:
+    """The word (lower case) that ends right before ``offset`` in ``text``, white space skipped."""
+    if offset is None:
+        return ""
+    words = text[:offset].split()
+    return words[-1].lower() if words else ""
+
+
+def _predicate_operand(node: exp.Expression) -> exp.Expression | None:
+    """The first operand of ``a IS NULL``, ``a > 3``, ``a NOT IN (...)`` (None for anything else)."""
+    if isinstance(node, exp.Not) and isinstance(node.this, _ORDER_PREDICATES):
+        node = node.this
+    return node.this if isinstance(node, _ORDER_PREDICATES) else None
+
+
 def _strip_paren(node: exp.Expression) -> exp.Expression:
     return node.this if isinstance(node, exp.Paren) else node
 
@@ -212,9 +242,11 @@ def _is_number(node: exp.Expression) -> bool:
 class _Reader:
     """One reading of one statement: the global alias map and the constructs met."""
 
-    def __init__(self, text: str, schema: Schema, strict: bool, unread_final_clauses: tuple[str, ...] = ()) -> None:
+    def __init__(self, text: str, schema: Schema, strict: bool, unread_final_clauses: tuple[str, ...] = (),
+                 order_stop: int | None = None) -> None:
         self.text = text
         self.unread_final_clauses = unread_final_clauses
+        self.order_stop = order_stop  # where the official reader stops in the final ORDER BY (text offset)
         self.schema = schema
         self.strict = strict
         self.constructs: list[str] = []
@@ -233,6 +265,9 @@ class _Reader:
             self.outside("not_a_query")
             return empty_spider_sql()
         self._scan_aliases(tree)
+        if isinstance(tree, exp.Subquery) and isinstance(self._unwrap_subquery(tree), exp.SetOperation):
+            # ``(A UNION B) ORDER BY x``: the official parse_sql reads A in the block and expects ")" at "union"
+            self.outside("parenthesized_set_operation")
         if not self.strict:  # the lenient reading (hardness) reads a CTE where it is used, as a FROM subquery
             self.ctes = {cte.alias_or_name.lower(): cte.this for cte in tree.find_all(exp.CTE)}
         return self.read_query(tree, final=True)
@@ -302,7 +337,7 @@ class _Reader:
         sql["where"] = self._read_clause_condition(args.get("where"), tables)
         sql["groupBy"] = self._read_group_by(args.get("group"), tables)
         sql["having"] = self._read_clause_condition(args.get("having"), tables)
-        sql["orderBy"] = self._read_order_by(args.get("order"), tables)
+        sql["orderBy"] = self._read_order_by(args.get("order"), tables, self.order_stop if final else None)
         sql["limit"] = 1 if args.get("limit") is not None else None
         limit = args.get("limit")
         if limit is not None and str(limit.args.get("expression")).lower() == LIMIT_WITHOUT_VALUE:
@@ -424,7 +459,9 @@ class _Reader:
         if node.args.get("db") or node.args.get("catalog"):
             self.outside("qualified_table_name")
         qualifier = node.args.get("table")
-        if node.this.quoted or (isinstance(qualifier, exp.Identifier) and qualifier.quoted):  # "T2".name too
+        if not isinstance(node.this, exp.Identifier):  # ``T1.7``, ``T1.18_49_x``: sqlglot reads a number after the dot
+            self.outside("numeric_column_name")
+        elif node.this.quoted or (isinstance(qualifier, exp.Identifier) and qualifier.quoted):  # "T2".name too
             self.outside("quoted_identifier")
         name = node.name.lower()
         if node.table:
@@ -679,18 +716,31 @@ class _Reader:
             units.append(self._read_col_unit(node, tables))
         return units
 
-    def _read_order_by(self, order: exp.Order | None, tables: list[str]) -> tuple[Any, ...] | list[Any]:
+    def _read_order_by(self, order: exp.Order | None, tables: list[str],
+                       stop: int | None = None) -> tuple[Any, ...] | list[Any]:
+        """``stop``: the text offset where the official reader stops (``NULLS LAST``, ``a IS NULL``): the items
+        after it are never read, and of a predicate it stops in only the operand before it (no direction)."""
         if order is None:
             return []
         if [str(ordered.this).lower() for ordered in order.expressions] == [BARE_ORDER_BY]:
             return ("asc", [])  # a bare ``ORDER BY``: the official reads it as no items (spider_tail)
         direction = "asc"
         units = []
-        for ordered in order.expressions:
+        starts = [_first_offset(ordered) for ordered in order.expressions]
+        for index, ordered in enumerate(order.expressions):
+            stops_here = stop is not None and all(start is None or start > stop for start in starts[index + 1:])
+            operand = _predicate_operand(ordered.this) if stops_here else None
+            if operand is not None and isinstance(ordered.this, exp.Not) and _word_before(self.text, starts[index]) == "not":
+                operand = None  # ``ORDER BY NOT a IN (...)``: the official reads "not" as the item, and fails
+            if operand is not None:
+                units.append(self._read_val_unit(operand, tables))  # ``ORDER BY a IS NULL DESC``: ``a``, asc
+                break
             if _is_number(ordered.this):
                 self.outside("order_by_position")
             units.append(self._read_val_unit(ordered.this, tables))
             desc = ordered.args.get("desc")
             if desc is not None:
                 direction = "desc" if desc else "asc"
+            if stops_here:
+                break
         return (direction, units)

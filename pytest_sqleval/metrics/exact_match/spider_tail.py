@@ -96,6 +96,12 @@ def official_reading(sql: str, dialect: str) -> OfficialReading:
             return _junk_at(sql, tokens, i, depth, state, last, "comment")
         if kind == TokenType.COLLATE:
             return _collate_at(sql, tokens, i, depth, state, last, dialect)
+        if kind == TokenType.HAVING and _column_value_last(tokens, i):
+            here = state if depth == 0 else _clause_in_parentheses(tokens, i)
+            if here in ("where", "on"):
+                # HAVING without GROUP BY: not a clause keyword to the official value scanner, which passes over
+                # it after a column value (``ON a = b HAVING count(*) > 1`` reads ``ON a = b``), as over COLLATE
+                return _scanned_over(sql, tokens, i, depth, here, dialect)
         if kind == TokenType.COMMA and (i + 1 == len(tokens) or tokens[i + 1].token_type in _ITEM_STOPS):
             # ``count(*, )``, ``FROM t, )``: what follows is read as the next item, and fails (the commas the item
             # loops of SELECT, GROUP BY and ORDER BY skip are gone: fill_bare_clauses)
@@ -304,14 +310,28 @@ def _collate_at(sql: str, tokens: list[Token], index: int, depth: int, state: st
     The same in a subquery (``IN (SELECT a FROM t WHERE b = c COLLATE NOCASE)``: the scanner stops at ``)``)."""
     here = state if depth == 0 else _clause_in_parentheses(tokens, index)
     if here in ("where", "having", "on") and _column_value_last(tokens, index):
-        stop = next((j for j in range(index + 1, len(tokens))
-                     if tokens[j].text.lower().split()[0] in _SCANNER_STOPS), None)
-        end = tokens[stop].start if stop is not None else len(sql)
-        return official_reading(sql[:tokens[index].start] + sql[end:], dialect)
+        return _scanned_over(sql, tokens, index, depth, here, dialect)
     if here in ("where", "having", "on") and index + 1 < len(tokens) and _in_scanned_value(tokens, index):
         # ``ON a = b OR c COLLATE RTRIM = d``: inside the text the scanner of ``b`` passes over, to the next stop
         return official_reading(sql[:tokens[index].start] + sql[tokens[index + 1].end + 1:], dialect)
     return _junk_at(sql, tokens, index, depth, state, last, "collate", at_end=True)
+
+
+def _scanned_over(sql: str, tokens: list[Token], index: int, depth: int, here: str | None,
+                  dialect: str) -> OfficialReading:
+    """The reading when the official value scanner of the column value before ``tokens[index]`` passes over the
+    tokens from there to the next stop word (``,``, ``)``, ``and``, a clause or join keyword): they are dropped.
+    A join keyword ends a WHERE/HAVING condition and the query (the parser reads no clause from it): the query
+    is read up to ``tokens[index]``, and fails in parentheses (a ``)`` must follow)."""
+    stop = next((j for j in range(index + 1, len(tokens))
+                 if tokens[j].text.lower().split()[0] in _SCANNER_STOPS), None)
+    if stop is not None and here in ("where", "having") and tokens[stop].text.lower().split()[0] in _JOIN_WORDS:
+        return OfficialReading(sql[:tokens[index].start]) if depth == 0 else OfficialReading(None, "junk")
+    end = tokens[stop].start if stop is not None else len(sql)
+    return official_reading(sql[:tokens[index].start] + sql[end:], dialect)
+
+
+_JOIN_WORDS = frozenset({"join", "on", "as"})
 
 
 def _in_function(tokens: list[Token], index: int) -> bool:

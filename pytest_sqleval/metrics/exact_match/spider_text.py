@@ -146,10 +146,12 @@ def tokenizer_objection(sql: str, dialect: str, end: int | None = None) -> str |
             break
         if token.text in _SPLIT_OPERATORS:
             return token.text
-        if token.token_type is TokenType.STRING and _quote_inside(sql, token):
+        if _quoted_text(sql, token) and _quote_inside(sql, token):  # ``'it''s'``, ``"say ""hi"""``: doubled quotes
             return "quote_inside_string"
         if _glued(sql, tokens, index):
             return "operator_without_spaces"
+        if token.token_type is TokenType.L_PAREN and _query_in_nested_parentheses(tokens, index):
+            return "nested_parentheses"  # ``IN ((SELECT ...))``: the official reads one "(" before "select"
         if token.token_type is TokenType.PLUS and _is_sign(tokens, index) and not _plus_read(tokens, index):
             return "unary_plus"  # sqlglot drops it; the official parser reads "+" as a column and fails
         if token.token_type is TokenType.ALL and index and tokens[index - 1].token_type not in _ALL_READ_AFTER:
@@ -192,7 +194,10 @@ def read_clause_order(sql: str, dialect: str) -> ClauseOrder:
                 closed.append(context)
         else:
             following = tokens[index + 1] if index + 1 < len(tokens) else None
-            _record_clause(next(c for c in reversed(stack) if c is not None), token, following)
+            previous = tokens[index - 1] if index else None
+            in_call = stack[-1] is None  # inside parentheses that hold no query (a function's arguments)
+            _record_clause(next(c for c in reversed(stack) if c is not None), token, following,
+                           previous=None if in_call else previous)
     inner_segments = [segment for context in closed for segment in context] + top[:-1]
     dropped = _unread_clauses(top[-1])
     return ClauseOrder(
@@ -202,20 +207,36 @@ def read_clause_order(sql: str, dialect: str) -> ClauseOrder:
     )
 
 
-def _record_clause(context: list[Segment], token: Token, following: Token | None) -> None:
+def _record_clause(context: list[Segment], token: Token, following: Token | None, *,
+                   previous: Token | None = None) -> None:
     if token.token_type in _SET_OPERATOR_TOKENS:
         context.append([])
     elif token.token_type in _CLAUSE_RANKS:
         context[-1].append((*_CLAUSE_RANKS[token.token_type], token.start))
-    elif context[-1] and context[-1][-1][0] == "order" and _ends_order_by(token, following):
-        # the official ORDER BY reader stops at ``NULLS FIRST/LAST`` or ``FETCH``: like a clause out of order,
-        # what follows (a LIMIT; FETCH is sqlglot's LIMIT) is never read
-        context[-1].append(("limit" if token.token_type is TokenType.FETCH else "nulls", 0, token.start))
+    elif context[-1] and context[-1][-1][0] == "order" and _ends_order_by(token, following, previous):
+        # the official ORDER BY reader stops at ``NULLS FIRST/LAST``, ``FETCH`` or a predicate after an item (``a IS
+        # NULL``, ``a > 3``): like a clause out of order, what follows (a LIMIT; FETCH is sqlglot's LIMIT) is never
+        # read, and the reader keeps the ORDER BY items up to there (ORDER_STOP)
+        context[-1].append(("limit" if token.token_type is TokenType.FETCH else ORDER_STOP, 0, token.start))
 
 
-def _ends_order_by(token: Token, following: Token | None) -> bool:
+#: The name of the point where the official ORDER BY reader stops (in ``ClauseOrder.dropped_at_end``).
+ORDER_STOP = "order_stop"
+#: Tokens after an ORDER BY item at which the official reader stops (its loop reads an item, then an optional
+#: ASC/DESC and a ``,``; anything else ends the ORDER BY).
+_PREDICATE_TOKENS = frozenset({TokenType.IS, TokenType.EQ, TokenType.NEQ, TokenType.GT, TokenType.GTE, TokenType.LT,
+                               TokenType.LTE, TokenType.LIKE, TokenType.IN, TokenType.BETWEEN, TokenType.GLOB})
+_OPERAND_END_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER, TokenType.R_PAREN, TokenType.NUMBER,
+                                 TokenType.STRING, TokenType.STAR})
+
+
+def _ends_order_by(token: Token, following: Token | None, previous: Token | None) -> bool:
     if token.token_type is TokenType.FETCH:
         return True
+    if previous is not None and previous.token_type in _OPERAND_END_TOKENS and (
+            token.token_type in _PREDICATE_TOKENS or (token.token_type is TokenType.NOT and following is not None
+                                                      and following.token_type in _PREDICATE_TOKENS)):
+        return True  # ``ORDER BY a IS NULL, a``, ``a NOT IN (...)``: read as ``ORDER BY a``
     return (token.token_type is TokenType.VAR and token.text.lower() == "nulls" and following is not None
             and following.text.lower() in ("first", "last"))
 
@@ -270,6 +291,22 @@ def _glued(sql: str, tokens: list[Token], index: int) -> bool:
     right_glued = not _separates(sql, token.end + 1)
     left_glued = not _separates(sql, token.start - 1)
     return right_glued or (sides == "both" and left_glued)
+
+
+def _query_in_nested_parentheses(tokens: list[Token], index: int) -> bool:
+    """``tokens[index]`` is a ``(`` directly followed by more ``(`` and then ``SELECT``: the official parser reads
+    at most one ``(`` before a query (``parse_sql``, ``parse_from``, ``parse_value``) and fails on the second."""
+    following = index + 1
+    while following < len(tokens) and tokens[following].token_type is TokenType.L_PAREN:
+        following += 1
+    return following > index + 1 and following < len(tokens) and tokens[following].token_type is TokenType.SELECT
+
+
+def _quoted_text(sql: str, token: Token) -> bool:
+    """A string, or an identifier written in double quotes (a string value to the official tokenizer)."""
+    if token.token_type is TokenType.STRING:
+        return True
+    return token.token_type is TokenType.IDENTIFIER and sql[token.start : token.start + 1] == '"'
 
 
 def _quote_inside(sql: str, token: Token) -> bool:
