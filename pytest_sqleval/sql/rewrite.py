@@ -58,15 +58,16 @@ def prediction_rewrite(options: ComparisonOptions) -> str | None:
 def gold_rewrite(gold: str, options: ComparisonOptions, dialect: str) -> str:
     """The gold text that runs under ``options``: as written, or without DISTINCT (``distinct: strip``). A profile
     that cuts the prediction's ``distinct`` tokens from the text as its official evaluator does (``test-suite``'s
-    ``remove_distinct``, which it applies to the gold too) cuts the gold's the same way, so a gold sqlglot cannot
-    read (``SELECT DISTINCT .5``, ``ORDER /* c */ BY``) runs as it does there; otherwise :func:`strip_distinct`
-    (may raise as it does)."""
+    ``remove_distinct``, which it applies to the gold too, keeping its first statement) cuts the gold's the same
+    way, so a gold sqlglot cannot read (``SELECT DISTINCT .5``, ``ORDER /* c */ BY``) runs as it does there;
+    otherwise :func:`strip_distinct` (may raise as it does)."""
     if options.distinct != "strip":
         return gold
     if prediction_rewrite(options) == "official_distinct":
-        from pytest_sqleval.sql.statements import remove_distinct_tokens
+        from pytest_sqleval.sql.statements import remove_distinct_tokens, sqlparse_first_statement
 
-        return remove_distinct_tokens(gold, dialect)
+        # remove_distinct returns sqlparse's first statement only: `q;;` or `q; q2` runs `q`, as there
+        return remove_distinct_tokens(sqlparse_first_statement(gold, dialect), dialect)
     return strip_distinct(gold, dialect)
 
 

@@ -20,6 +20,8 @@ returns ``None`` for it and the caller scores an empty result without running an
 
 from __future__ import annotations
 
+import re
+
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
@@ -124,6 +126,18 @@ def _sqlite3_tail_is_empty(rest: str) -> bool:
     return True
 
 
+def sqlparse_first_statement(sql: str, dialect: str) -> str:
+    """The text of ``sqlparse.parse(sql)[0]``, which test-suite-sql-eval's ``remove_distinct`` returns (DISTINCT
+    aside) and whose ``"order by"`` it tests on the gold: up to the first statement's ``;`` and what sqlparse keeps
+    after it (white space and ``--`` comments up to a line break); the whole text when that is one statement or
+    cannot be read."""
+    tokens = _tokens(sql, dialect) or _tokens_of_first_statement(sql, dialect)
+    end = _sqlparse_first_statement_end(tokens) if tokens else None
+    if end is None:
+        return sql
+    return sql[:_sqlparse_consumed_end(sql, tokens[end].end + 1)]
+
+
 def _sqlparse_consumed_end(sql: str, start: int) -> int:
     """Where sqlparse's first statement ends when its ';' ends at ``start``: its splitter goes on taking white space
     tokens (Python's ``\\s``, one character each, a line break excepted) and single-line comments (``--`` or
@@ -211,15 +225,38 @@ def _is_sqlparse_go(tokens: list[Token], i: int) -> bool:
     return not (after is not None and after.token_type == TokenType.L_PAREN and after.start == token.end + 1)
 
 
+#: sqlparse's ``-?\\d+(\\.\\d+)?E-?\\d+`` (case-insensitive): the one number form it ends before a letter.
+_SQLPARSE_EXPONENT_FLOAT = re.compile(r"\d+(\.\d+)?[eE]-?\d+")
+
+
+def _glued_to_a_name(sql: str, token: Token, previous: Token | None) -> bool:
+    """Whether the characters around ``token`` join it to a longer name in sqlparse's reading (its name pattern
+    ``[0-9_\\w][_$#\\w]*``). Only a number in exponent form right before it (``1e5``, ``2.5E-3``, the ``5e3`` of
+    ``.5e3``: sqlparse's float pattern without a look-ahead) ends before the word."""
+    before = sql[token.start - 1] if token.start > 0 else ""
+    after = sql[token.end + 1] if token.end + 1 < len(sql) else ""
+    if after.isalnum() or (after != "" and after in "_$#"):
+        return True
+    if not (before.isalnum() or before == "_"):
+        return False
+    number = sql[previous.start:previous.end + 1] if previous is not None and previous.end == token.start - 1 else ""
+    return not (previous is not None and previous.token_type == TokenType.NUMBER
+                and _SQLPARSE_EXPONENT_FLOAT.fullmatch(number.removeprefix(".")))
+
+
 def remove_distinct_tokens(sql: str, dialect: str) -> str:
     """test-suite-sql-eval's ``remove_distinct`` on the text: every token spelled ``distinct`` (any case,
-    not quoted, not inside a string or comment) is cut out; every other character stays as written."""
+    not quoted, not inside a string or comment) is cut out; every other character stays as written. A ``distinct``
+    glued to a word character before it or to one (or ``$``, ``#``) after it is part of one name to sqlparse
+    (``2distinct``, the ``5distinct`` of ``1.5distinct``: sqlglot splits off the number), so it stays, and SQLite
+    refuses the text there and here."""
     tokens = _tokens(sql, dialect)
     if tokens is None:
         return sql
     pieces, position = [], 0
-    for token in tokens:
-        if sql[token.start:token.end + 1].lower() == "distinct":
+    for i, token in enumerate(tokens):
+        if (sql[token.start:token.end + 1].lower() == "distinct"
+                and not _glued_to_a_name(sql, token, tokens[i - 1] if i else None)):
             pieces.append(sql[position:token.start])
             position = token.end + 1
     pieces.append(sql[position:])
