@@ -330,9 +330,13 @@ def aggregate_overall(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "scored": len(scored),
         "outcomes": outcome_counts(ordered),
         "metrics": case_metrics(scored),
+        # over the whole dataset, as the official evaluators print them (`sqleval import spider` writes a suite per
+        # database: Spider's table by hardness, SParC's by turn, are of all of them together)
+        "by_difficulty": breakdown(scored, lambda r: [r.get("difficulty") or "unknown"]),
     }
     if any(r.get("interaction") is not None for r in ordered):
         result["metrics"].update(interaction_metrics(ordered))
+        result["by_turn"] = turn_breakdown(scored)
     result["intervals"] = intervals(ordered, result["metrics"])
     return result
 

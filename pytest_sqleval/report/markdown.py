@@ -146,6 +146,7 @@ def _overall(lines: list[str], report: dict[str, Any]) -> None:
     base = view.baseline(report)
     _metrics_table(lines, overall.get("metrics") or {}, overall.get("intervals") or {}, None,
                    (base or {}).get("overall") if base is not None else None, baseline_present=base is not None)
+    _breakdowns(lines, overall)  # by difficulty (and turn) over every suite: the official evaluators' tables
 
 
 def _gates(lines: list[str], report: dict[str, Any], *, failed_only: bool = False) -> None:

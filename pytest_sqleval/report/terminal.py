@@ -214,6 +214,10 @@ def write_deploy_gate(tr, report: dict, *, exit_status: int | None = None) -> No
         suites = f"{overall['suites']} suite{'s' if overall['suites'] != 1 else ''}"
         tr.write_line(f"overall ({suites}, {overall['scored']} scored cases, micro-average): "
                       + (", ".join(parts) or "no metrics"))
+        if overall["suites"] > 1:  # over every suite, as the official evaluators print them (one suite: its own)
+            _write_breakdown(tr, "difficulty", overall.get("by_difficulty") or {})
+            if overall.get("by_turn"):
+                _write_turns(tr, overall["by_turn"])
     baseline = report.get("baseline")
     if baseline:
         tr.write_line(f"compared with the baseline {baseline['path']}:")
