@@ -159,8 +159,29 @@ def _setup_scripts(ctx: LoadContext, value: LineMapping) -> tuple[Path, ...]:
         path = ctx.resolve(expand_env(ctx, script, line))  # `${VAR}` as in `database:` paths
         if not path.is_file():
             raise ctx.error(f"setup script not found: {path}", line, fix="paths are relative to the suite file")
+        _refuse_database_file_as_script(ctx, path, script.strip(), line)
         paths.append(path)
     return tuple(paths)
+
+
+def _refuse_database_file_as_script(ctx: LoadContext, path: Path, written: str, line: int | None) -> None:
+    """A setup script that is a database file (`setup: [shop.sqlite]`, read as "the database to start from"):
+    its header says so, and the fix is to name it as the database, not "save it as UTF-8"."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return  # the build reports what cannot be read
+    if head == b"SQLite format 3\x00":
+        what, use = "a SQLite database", f"`database: {written}`"
+    elif head[8:12] == b"DUCK":
+        what = "a DuckDB database"
+        use = f"`database: {written}`" if path.suffix.lower() in DUCKDB_SUFFIXES else f"`database: duckdb:///{written}`"
+    else:
+        return
+    raise ctx.error(f"setup script {path} is {what}, not a SQL script", line,
+                    fix=f"use it as the database: {use} (opened read-only, as it is); `setup:` lists SQL text files "
+                        "run to build a fresh database")
 
 
 def expand_env(ctx: LoadContext, text: str, line: int | None) -> str:

@@ -52,11 +52,13 @@ class QueryError(Exception):
 class DatabaseError(Exception):
     """A database that cannot be opened, built or reached: an error of the suite, never a model miss.
 
-    Its message is masked: a URL's password or a DSN's ``password=`` never shows.
+    Its message is masked: a URL's password or a DSN's ``password=`` never shows. ``fix``: what to do about it,
+    when the opener knows (shown as the message's `fix:` line), else None.
     """
 
-    def __init__(self, message: object = "") -> None:
+    def __init__(self, message: object = "", *, fix: str | None = None) -> None:
         super().__init__(_masked(str(message)))
+        self.fix = _masked(fix) if fix else None
 
 
 class GoldError(Exception):

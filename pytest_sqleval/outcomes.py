@@ -165,10 +165,36 @@ def suite_problem_message(item, error: BaseException) -> str:
     from .errors import GoldError
 
     text = f"{item.suite.path}:{item.case.line}: case {item.case.id}: {error}"
-    if isinstance(error, GoldError) and getattr(error, "kind", None) in _GOLD_SQL_FAILED:
+    kind = getattr(error, "kind", None) if isinstance(error, GoldError) else None
+    empty = _empty_database_files(item.case) if kind in _GOLD_SQL_FAILED else []
+    if empty:
+        text += (f"\n  fix: the database file {empty[0]} is empty (0 bytes): SQLite reads it as a database without "
+                 "tables, so the gold cannot run on it; point `database:` at the built database (an empty file is "
+                 "what a mistyped `sqlite3 NAME` or a failed copy leaves)")
+    elif kind in _GOLD_SQL_FAILED:
         text += (f"\n  fix: correct the gold SQL of case {item.case.id} so that it runs on its database (or give the "
                  "case the database it was written for); a broken gold is the suite's error, never the model's miss")
+    elif kind == "rejected":  # two statements, a write
+        text += (f"\n  fix: the gold SQL of case {item.case.id} must be one read-only query (SELECT or WITH ... "
+                 "SELECT, no `;` between statements): split several queries into cases of their own (or, when "
+                 "each is a right answer, list them as a block list under `gold:`, one query per `- `), and build "
+                 "the data with the database's `setup:` scripts, not a write in the gold")
+    elif getattr(error, "fix", None):  # a database the opener could say more about (DatabaseError.fix)
+        text += f"\n  fix: {error.fix}"
     return text
+
+
+def _empty_database_files(case) -> list:
+    """The case's SQLite database files of 0 bytes (not built by setup scripts)."""
+    empty = []
+    for spec in case.databases:
+        path = spec.file_path if not spec.setup and spec.dialect == "sqlite" else None
+        try:
+            if path is not None and path.stat().st_size == 0:
+                empty.append(path)
+        except OSError:
+            continue
+    return empty
 
 
 def _is_suite_problem(error: BaseException) -> bool:

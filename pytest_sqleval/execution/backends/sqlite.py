@@ -185,14 +185,16 @@ def sqlite_engine(path: Path, *, watch: bool = True):
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         conn.close()
     except sqlite3.Error as exc:
-        hint = ""
+        hint, fix = "", None
         if _is_duckdb_file(path):
             hint = (f"; it is a DuckDB database: name it with a .duckdb suffix or write "
                     f"`database: duckdb:///{path}`")
+        elif getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            hint, fix = _not_a_database(path)
         elif "immutable=1" not in uri:
             hint = (f"; its WAL/journal file holds changes not yet in the database and this directory is not "
                     f"writable: checkpoint it first (sqlite3 {path.name} 'PRAGMA wal_checkpoint(TRUNCATE)')")
-        raise DatabaseError(f"cannot open SQLite database {path}: {exc}{hint}") from None
+        raise DatabaseError(f"cannot open SQLite database {path}: {exc}{hint}", fix=fix) from None
     target = ("sqlite", str(path.resolve()))
     engine = register_target(create_engine("sqlite://", creator=connect, poolclass=StaticPool), target)
     if watch:
@@ -205,6 +207,40 @@ def sqlite_engine(path: Path, *, watch: bool = True):
                 opened[0] = version
                 raise DisconnectionError(f"{path} changed since it was opened")  # SQLAlchemy reconnects
     return engine
+
+
+def _not_a_database(path: Path) -> tuple[str, str]:
+    """What a file SQLite refused as "not a database" is, from its first bytes, and what to do about it (a new
+    user's `database: schema.sql`, a Git LFS pointer checked out without its content, a CSV, a download's page)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        head = b""
+    if head.startswith(b"version https://git-lfs.github.com/spec/"):
+        return ("; it is a Git LFS pointer, not the database (the file's content was never fetched)",
+                "fetch it with `git lfs pull` (Git LFS installed: `git lfs install`), then run again")
+    if _is_utf8_text(head, whole=len(head) < 4096):
+        return ("; it is a text file, not a SQLite database",
+                f"for a SQL script that builds the database write `database: {{url: \"sqlite://\", setup: "
+                f"[{path.name}]}}` (built for the run); otherwise point `database:` at a SQLite database file "
+                "(or give a SQLAlchemy URL)")
+    return ("; it is not a SQLite database (its first bytes are not 'SQLite format 3')",
+            "point `database:` at a SQLite database file, or give a SQLAlchemy URL for another engine "
+            "(duckdb:///file.duckdb, postgresql+psycopg://...)")
+
+
+def _is_utf8_text(head: bytes, *, whole: bool) -> bool:
+    """``head`` (a file's first bytes, all of it when ``whole``) reads as UTF-8 text with no NUL byte."""
+    if b"\x00" in head:
+        return False
+    for cut in range(1 if whole else 4):  # a character cut at the end of the bytes read
+        try:
+            head[:len(head) - cut].decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
 
 
 def _is_duckdb_file(path: Path) -> bool:
