@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT  # noqa: F401
-from .thresholds import Threshold, ThresholdError, parse_assignment
+from .thresholds import Threshold, ThresholdError, check_assignment_form, parse_assignment
 
 #: Valid ranges (inclusive upper bounds); anything else is a clear error wherever it is written.
 MAX_TIMEOUT = 86_400.0  # one day, for a query timeout and a connect timeout
@@ -98,9 +98,10 @@ memory_size = _argparse_type(parse_size, "the memory cap")
 def threshold_assignment(text: str) -> str:
     """``--sqleval-threshold METRIC=VALUE``: the form is checked here, the metric at configure (after the
     ``pytest_sqleval_register_metrics`` hooks, so a user's metric may be gated)."""
-    metric, sep, value = text.partition("=")
-    if not sep or not metric.strip() or not value.strip():
-        raise argparse.ArgumentTypeError(f"expected METRIC=VALUE (e.g. execution_accuracy=0.6), not {text!r}")
+    try:
+        check_assignment_form(text)
+    except ThresholdError as exc:
+        raise argparse.ArgumentTypeError(exc.described()) from None
     return text
 
 

@@ -190,6 +190,9 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
     bound, kind = found.bound, found.kind
     if isinstance(value, bool):  # YAML `true`/`yes`: float(True) would silently be 1.0
         raise ThresholdError(f"threshold for {metric} must be a number, not {str(value).lower()}")
+    if isinstance(value, str) and "_" in value:  # Python's float() reads `0_5` as 5 (digit grouping): a typo here
+        raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}",
+                             fix=f"write the number with a decimal point: {value.replace('_', '.', 1)}?")
     if not isinstance(value, (int, float)):
         try:
             value = float(value)
@@ -216,10 +219,36 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
 
 def parse_assignment(text: str, source: str) -> Threshold:
     """``METRIC=VALUE`` (command line and ini form)."""
+    check_assignment_form(text)
+    metric, _, value = text.partition("=")
+    return make_threshold(metric.strip(), value.strip(), source, allow_overall=True)
+
+
+def check_assignment_form(text: str) -> None:
+    """``METRIC=VALUE``, and no comparison operator: raises ThresholdError saying what to write."""
     metric, sep, value = text.partition("=")
+    operator = _comparison_operator(text)
+    if operator is not None:  # `soft_f1>=0.5`: the bound comes from the metric, not from an operator
+        name, _, number = text.partition(operator)
+        raise ThresholdError(f"expected METRIC=VALUE, not {text!r}: a threshold takes no {operator!r}",
+                             fix=f"write {name.strip()}={number.strip()}: a minimum for a rate, a maximum for a "
+                                 "count or a metric where lower is better")
     if not sep or not metric.strip() or not value.strip():
         raise ThresholdError(f"expected METRIC=VALUE (e.g. execution_accuracy=0.6), not {text!r}")
-    return make_threshold(metric.strip(), value.strip(), source, allow_overall=True)
+
+
+def _comparison_operator(text: str) -> str | None:
+    """The comparison operator written between the metric and the value (``soft_f1>=0.5``, ``error_count<2``,
+    ``soft_f1==0.5``, ``soft_f1=>0.5``), if any. Only next to the ``=`` (or, without one, a ``>``/``<``): a tag of
+    ``by_tag.<tag>.<metric>`` may hold such a character."""
+    metric, sep, value = text.partition("=")
+    if sep:
+        if metric.rstrip()[-1:] in ("<", ">", "!"):
+            return metric.rstrip()[-1] + "="
+        if value.lstrip()[:1] in ("<", ">", "="):
+            return "=" + value.lstrip()[0]
+        return None
+    return next((op for op in (">", "<") if op in text), None)
 
 
 def merge(*layers: Iterable[Threshold]) -> list[Threshold]:
