@@ -96,11 +96,12 @@ def case_metrics(records: Sequence[Mapping[str, Any]], registry: MetricRegistry 
 
 
 def aggregate_metric(metric: Metric, records: Sequence[Mapping[str, Any]]) -> float | int | None:
-    """A rate or a mean: the mean of the cases' values; a count: how many cases have a true value."""
+    """A rate or a mean: the mean of the cases' values; a count: how many cases have a true value (None, as for a
+    rate, when no case has a value: a metric of a folder's conftest.py in a suite of another folder is not 0)."""
     values = [metric.case_value(r) for r in records]
     if metric.kind == "count":
         population = [v for v in values if v is not None]
-        return sum(1 for v in population if v) if population or metric.population == "executed" else None
+        return sum(1 for v in population if v) if population else None
     return mean(values)
 
 

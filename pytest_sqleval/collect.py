@@ -19,6 +19,7 @@ from .outcomes import (
     CaseMissed,
     GoldBroken,
     decide_outcome,
+    error_record,
     errored_record,
     internal_error_message,
     suite_problem_message,
@@ -240,19 +241,26 @@ def run_sqleval_case(request, sqleval_case, sqleval_engine, sqleval_gold, sqleva
     try:
         record = score_case(item, state, engines, sqleval_gold, chosen,
                             database=state.database_label(sqleval_case, sqleval_engine))
-    except (Exception, RecursionError, MemoryError) as exc:  # noqa: BLE001 - one case never takes the run down
-        record = errored_record(item, state, sqleval_gold, exc)
+    except DatabaseError as exc:  # the server went away while the prediction ran: the suite's error, not a miss
+        record = {**error_record(item.case, item.suite, item.prediction, state, "database", str(exc),
+                                 prepared=sqleval_gold), **chosen.record_fields()}
         item.sqleval_record = record
-        _case_result(item, state, sqleval_gold, record)
+        _case_result(item, state, sqleval_gold, record, chosen)
+        raise
+    except (Exception, RecursionError, MemoryError) as exc:  # noqa: BLE001 - one case never takes the run down
+        # the model's call was made (and paid) all the same: its fields stay, so the usage and cost count it
+        record = {**errored_record(item, state, sqleval_gold, exc), **chosen.record_fields()}
+        item.sqleval_record = record
+        _case_result(item, state, sqleval_gold, record, chosen)
         raise CaseErrored(record, exc) from None
     record["outcome"] = decide_outcome(record, strict=state.settings.strict)
     item.sqleval_record = record
-    _case_result(item, state, sqleval_gold, record)
+    _case_result(item, state, sqleval_gold, record, chosen)
     if record["outcome"] == "failed":
         raise CaseMissed(record)
 
 
-def _case_result(item, state, prepared, record: dict[str, Any]) -> None:
+def _case_result(item, state, prepared, record: dict[str, Any], chosen) -> None:
     """``pytest_sqleval_case_result``. A streaming reporter that raises makes the case an error naming it, so
     pytest, the summary and the reports agree (not a case the report passes and pytest fails)."""
     hook = item.ihook.pytest_sqleval_case_result  # a conftest.py's hooks for the suites of its folder, as pytest's
@@ -265,7 +273,7 @@ def _case_result(item, state, prepared, record: dict[str, Any]) -> None:
         from .hookspec import hook_failure
 
         error = UserHookError(hook_failure(hook, exc))
-        item.sqleval_record = errored_record(item, state, prepared, error)
+        item.sqleval_record = {**errored_record(item, state, prepared, error), **chosen.record_fields()}
         raise CaseErrored(item.sqleval_record, error) from exc
 
 
@@ -289,7 +297,10 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
     limits = case_limits(state, suite)
     context = ScoreContext(engines=engines, dialect=prepared.dialect, limits=limits, prepared=prepared,
                            evaluator=state.evaluator, database=database, prediction_error=chosen.query_error)
-    record: dict[str, Any] = {}
+    # where the prediction came from (the model, its tokens, latency and cost, a predictor's extra keys): in the
+    # record before the hooks run, so a metric of the user's may read them
+    prediction_fields = chosen.record_fields()
+    record: dict[str, Any] = dict(prediction_fields)
     hook = item.ihook.pytest_sqleval_score_case  # a conftest.py scores the suites of its folder (and below) only
     try:
         returned = hook(case=item.case, suite=suite, prediction=item.prediction, record=record, context=context,
@@ -314,7 +325,9 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
             raise UserHookError(f"a pytest_sqleval_score_case hook left {problem}")  # the user's doing, not ours
     for metric in checked:  # a user's metric left a value the aggregates can use (none: nothing to do)
         check_case_value(metric, record)
-    record.update(chosen.record_fields())
+    for key in prediction_fields:  # after the scores, where they have always been (the JUnit property's order)
+        if key in record:
+            record[key] = record.pop(key)
     record["passed_rule"] = rule_holds(suite, record)
     return record
 

@@ -61,8 +61,9 @@ def pytest_sqleval_score_case(case: Any, suite: Any, prediction: str | None, rec
     """Score one case: add fields to its ``record`` (a :class:`~pytest_sqleval.record.CaseRecord` dict).
 
     Called for every case after the built-in scoring has filled the record (``valid``, ``execution_match``,
-    ``soft_f1``, ``exact_match``, ...) and before the suite's ``pass_if`` is evaluated, so a rule may use what
-    you add. ``context`` (:class:`~pytest_sqleval.record.ScoreContext`) holds the engines, the gold results and
+    ``soft_f1``, ``exact_match``, ...; and where the prediction came from: ``prediction_source``, a model's
+    ``model``, ``raw_output``, ``tokens``, ``latency_s``, ``cost``, a predictor's ``prediction_extra``) and before
+    the suite's ``pass_if`` is evaluated, so a rule may use what you add. ``context`` (:class:`~pytest_sqleval.record.ScoreContext`) holds the engines, the gold results and
     the prediction's result (``context.prediction_result``, None when it did not run). ``prediction`` is None
     when the case has none. An exception here is that case's ``error``, never the run's; so is a returned value
     (other than ``record`` itself), which would set nothing.
@@ -82,8 +83,10 @@ def pytest_sqleval_terminal_section(terminalreporter: Any, summary: Any, records
     """Write a suite's part of the ``sqleval`` terminal summary.
 
     ``summary`` is the suite's :class:`~pytest_sqleval.summary.SuiteSummary` (``name``, ``path``,
-    ``aggregates``, ``verdicts``, ``passed``); ``records`` its cases' records. The built-in table is written
-    first; write your own lines with ``terminalreporter.write_line(...)``.
+    ``aggregates``, ``verdicts``, ``passed``); ``records`` its cases' records (under xdist, what a
+    ``pytest_sqleval_score_case`` added under keys of its own arrives from the workers as JSON writes it: an object
+    of a class of yours as its text). The built-in table is written first; write your own lines with
+    ``terminalreporter.write_line(...)``.
     """
 
 

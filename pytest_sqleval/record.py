@@ -71,7 +71,7 @@ class CaseRecord(TypedDict, total=False):
     prediction_source: str
     model: Optional[str]
     raw_output: Optional[str]
-    extraction: Optional[str]
+    extraction: Optional[dict[str, str]]  # how the SQL was read out of the answer: {mode, step}
     latency_s: Optional[float]
     tokens: Optional[dict[str, int]]
     cached: Optional[bool]
@@ -83,10 +83,13 @@ class CaseRecord(TypedDict, total=False):
     path: str
     gold_status: str
     gold_findings: list[dict[str, Any]]
+    model_request: Optional[dict[str, Any]]  # what the model was asked (model, endpoint, parameters): the run block's
+    predicted_as_given: str  # a model's SQL as given when the record's `predicted` cannot hold it (a lone surrogate)
 
 
 #: Keys the plugin uses internally and does not write into the JSON report's cases.
-INTERNAL_KEYS: frozenset[str] = frozenset({"path", "gold_status", "gold_findings"})
+INTERNAL_KEYS: frozenset[str] = frozenset({"path", "gold_status", "gold_findings", "model_request",
+                                           "predicted_as_given"})
 
 #: The per-case keys of the JSON report, in the order it writes them (a registered metric's key follows).
 REPORT_KEYS: tuple[str, ...] = tuple(k for k in CaseRecord.__annotations__ if k not in INTERNAL_KEYS)

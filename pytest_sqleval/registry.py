@@ -89,7 +89,8 @@ class Metric:
             if getattr(self, attr) not in allowed:
                 raise MetricError(f"metric {self.name!r}: {attr} must be one of {', '.join(allowed)}, "
                                   f"not {getattr(self, attr)!r}")
-        for attr in ("label", "title", "description"):  # shown in the terminal table and the reports, one line each
+        for attr in ("label", "title", "description", "breakdown_label"):  # shown in the terminal table and the
+            # reports (a breakdown column's header too), one line each
             text = getattr(self, attr)
             if text is None:
                 object.__setattr__(self, attr, "")
@@ -144,7 +145,8 @@ class Metric:
         """The description a report keeps, from which ``sqleval merge|gate`` aggregate the metric again."""
         return {"kind": self.kind, "case_key": self.case_key, "direction": self.direction, "label": self.label,
                 "title": self.title, "gateable": self.gateable, "population": self.population, "scope": self.scope,
-                "per_gold": self.per_gold, "in_pass_if": self.in_pass_if, "maximum": self.maximum}
+                "per_gold": self.per_gold, "in_pass_if": self.in_pass_if, "maximum": self.maximum,
+                "breakdown_label": self.breakdown_label}
 
 
 class MetricRegistry:
@@ -201,6 +203,10 @@ class MetricRegistry:
         if metric.case_key in _text_record_keys():
             raise MetricError(f"metric {metric.name!r}: the case record's own {metric.case_key!r} is text or a list, "
                               "never a value a metric aggregates; pick another name (or case_key)")
+        if metric.case_key in _mapping_record_keys():
+            raise MetricError(f"metric {metric.name!r}: the case record's own {metric.case_key!r} is a mapping (no "
+                              "{\"passed\": ...} verdict), never a value a metric aggregates; pick another name "
+                              "(or case_key)")
         self._metrics[metric.name] = metric
         self._where[metric.name] = _registered_from()
         self._user = None
@@ -301,6 +307,20 @@ def _text_record_keys() -> frozenset[str]:
         return text.rstrip("]") == "str" or text.startswith("list[")
 
     return frozenset(key for key, hint in CaseRecord.__annotations__.items() if unusable(hint))
+
+
+@functools.cache
+def _mapping_record_keys() -> frozenset[str]:
+    """The case record's own keys whose value is a mapping that is no ``{"passed": ...}`` verdict (``error``,
+    ``clauses``, ``tokens``, a model's ``extraction``, ...): a metric reading one would error every case."""
+    from .record import CaseRecord
+
+    def mapping(hint: Any) -> bool:
+        text = str(getattr(hint, "__forward_arg__", hint)).removeprefix("Optional[")
+        return text.startswith(("dict[", "QueryErrorRecord"))
+
+    verdicts = {"policy", "shape"}  # {"passed": ...} (the built-in `policy` metric reads one)
+    return frozenset(key for key, hint in CaseRecord.__annotations__.items() if mapping(hint) and key not in verdicts)
 
 
 def _record_keys() -> frozenset[str]:
@@ -436,7 +456,7 @@ def adopt_definitions(recorded: Mapping[str, Any]) -> None:
         return
     registry = active_registry().copy()
     fields = ("kind", "case_key", "direction", "label", "title", "gateable", "population", "scope", "per_gold",
-              "in_pass_if", "maximum")
+              "in_pass_if", "maximum", "breakdown_label")
     for name, spec in recorded.items():
         if name not in registry and isinstance(spec, Mapping):
             try:

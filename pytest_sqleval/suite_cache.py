@@ -27,10 +27,13 @@ def load_suite_shared(path: str | os.PathLike, folder: Path | None, profiles: An
 
     ``as_collected`` (the xdist controller): the reading a worker collected, made with the profiles of the suite's
     folder, which may come from a conftest.py the controller never loads (``execution: mine``)."""
-    from . import loader
+    # `from .loader import`, not `from . import loader`: the latter takes the package's attribute, which after an
+    # in-process pytester run names a module that run imported and pytester dropped, whose profile table is not
+    # the session's (a conftest.py's profile then "unknown" in the next in-process run)
+    from .loader import load_suite as read_suite
 
     def load_suite(path):  # the session's table unless the suite's folder has its own (no argument then)
-        return loader.load_suite(path) if profiles is None else loader.load_suite(path, profiles)
+        return read_suite(path) if profiles is None else read_suite(path, profiles)
 
     if folder is None:
         return load_suite(path)

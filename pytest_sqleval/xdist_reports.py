@@ -32,6 +32,7 @@ class PackedReports:
         data = yield
         if not isinstance(data, dict) or data.get("$report_type") != "TestReport":
             return data
+        data = _users_values_as_json(data)
         try:
             packed = pickle.dumps(data, protocol=PICKLE_PROTOCOL)
         except Exception:  # noqa: BLE001 - a value a user's hook left in the record that cannot travel
@@ -46,6 +47,32 @@ class PackedReports:
         unpacked = pickle.loads(packed)  # noqa: S301 - from this run's own workers, which run our code
         unpacked.update((key, value) for key, value in data.items() if key != PACKED_KEY)
         return config.hook.pytest_report_from_serializable(config=config, data=unpacked)
+
+
+def _users_values_as_json(data: dict[str, Any]) -> dict[str, Any]:
+    """The report with the values a user's ``pytest_sqleval_score_case`` added to the case record (the keys that are
+    not :class:`~pytest_sqleval.record.CaseRecord`'s) as the JSON report and JUnit write them:
+    an object of a class defined in a folder's ``conftest.py`` (which the controller never imports) would fail to
+    unpickle there, an INTERNALERROR, while the serial run writes its text."""
+    record = data.get("sqleval_record")
+    if not isinstance(record, dict):
+        return data
+    from .record import CaseRecord
+
+    own = CaseRecord.__annotations__
+    converted = {key: value if key in own else _as_json(value) for key, value in record.items()}
+    if all(converted[key] is value for key, value in record.items()):
+        return data
+    return {**data, "sqleval_record": converted}
+
+
+def _as_json(value: Any) -> Any:
+    from .report.json_values import json_primitive
+
+    try:
+        return json_primitive(value)
+    except Exception:  # noqa: BLE001 - a str() that raises, a dict holding itself: left to pickle (and _sendable)
+        return value
 
 
 def _sendable(data: dict[str, Any]) -> dict[str, Any]:

@@ -218,11 +218,11 @@ _factories: weakref.WeakValueDictionary[int, EngineFactory] = weakref.WeakValueD
 def release_file_handles(backend: str = "duckdb") -> None:
     """Close every open connection of this process and of its query process to databases of ``backend``: the
     files are then free to be opened read-write (by a test's own connection); the engines reconnect when used."""
-    from . import sandbox
+    from .sandbox import release_query_process_files  # the module in sys.modules (see suite_cache.load_suite_shared)
 
     for factory in list(_factories.values()):
         factory.release_files(backend)
-    sandbox.release_query_process_files(backend)
+    release_query_process_files(backend)
 
 
 def _warn(message: str) -> None:
