@@ -182,7 +182,10 @@ def gateable_metric(name: str) -> Metric:
 def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool = False) -> Threshold:
     if metric.startswith(OVERALL_PREFIX) and not allow_overall:
         raise ThresholdError(f"{metric}: a threshold on the overall figure belongs on the command line "
-                             f"(--sqleval-threshold {metric}=VALUE) or in the ini option sqleval_thresholds")
+                             f"(--sqleval-threshold {metric}=VALUE) or in the ini option sqleval_thresholds",
+                             fix=f"move it out of the suite: `--sqleval-threshold {metric}=VALUE`, or `{metric}="
+                                 "VALUE` under `sqleval_thresholds` in pytest.ini (a suite's `thresholds:` gate that suite: "
+                                 f"`{metric.removeprefix(OVERALL_PREFIX)}: VALUE`)")
     if metric.startswith(OVERALL_PREFIX) and metric.removeprefix(OVERALL_PREFIX).split(".")[0] in BREAKDOWNS:
         raise ThresholdError(f"{metric}: the overall figure has no breakdowns; use overall:<metric>")
     found = metric_of_path(metric)

@@ -68,3 +68,21 @@ def test_a_tag_holding_a_comparison_character_is_still_a_threshold():
 
     threshold = parse_assignment("by_tag.a>b.execution_accuracy=0.5", "cli")
     assert (threshold.metric, threshold.bound, threshold.value) == ("by_tag.a>b.execution_accuracy", "min", 0.5)
+
+
+def test_an_overall_threshold_in_a_suite_file_says_where_it_belongs(pytester: pytest.Pytester):
+    make_sqlite(pytester.path / "shop.sqlite", "CREATE TABLE shops (name TEXT); INSERT INTO shops VALUES ('a');")
+    pytester.makefile(".sqleval.yaml", s="""
+        database: shop.sqlite
+        thresholds:
+          overall:execution_accuracy: 0.5
+        cases:
+          - {id: a, gold: SELECT name FROM shops}
+        """)
+    result = pytester.runpytest("--sqleval", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert "s.sqleval.yaml:3: overall:execution_accuracy: a threshold on the overall figure" in out
+    fix = next(line for line in result.outlines if line.strip().startswith("fix:"))
+    assert "--sqleval-threshold overall:execution_accuracy=VALUE" in fix and "execution_accuracy: VALUE" in fix
+    assert "write `metric: number`" not in out
