@@ -8,6 +8,7 @@ runs, each finding below is reported per case:
 finding               severity  meaning
 ===================== ========= ==============================================================
 ``unstable``          broken    two runs of the gold returned different results, or it draws a random value
+                                or samples rows without a seed (TABLESAMPLE, USING SAMPLE)
 ``empty``             warning   no rows: any prediction returning no rows matches it vacuously
 ``single_null``       warning   one row, one NULL: a vacuous match is easy
 ``single_zero``       warning   one row, one 0: a vacuous match is easy (``SELECT 0``)
@@ -120,25 +121,41 @@ def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect:
                                         f"{too_complex_reason(exc)}: the tie check at LIMIT {limit} was skipped"))
             if tie:
                 findings.append(Finding("ties_at_limit", "warning", tie))
+        offset = _offset_value(outer)
+        if offset and order is not None and result.rows:
+            try:
+                tie = _tie_at_offset(gold_sql, outer, offset, engine, dialect, timeout, max_rows, untrusted)
+            except (SqlglotError, RecursionError, MemoryError) as exc:
+                tie = None
+                findings.append(Finding("too_complex", "warning",
+                                        f"{too_complex_reason(exc)}: the tie check at OFFSET {offset} was skipped"))
+            if tie:
+                findings.append(Finding("ties_at_limit", "warning", tie))
     second = _rerun(ran_sql or gold_sql, engine, timeout, max_rows, text_errors, untrusted)
     if second is not None and not _same(result, second, ordered=outer is not None and outer.args.get("order") is not None):
         findings.append(Finding("unstable", "broken", "two runs of the gold returned different results"))
     elif outer is not None and (drawn := _random_call(outer, dialect)) is not None:  # two equal coin tosses
         findings.append(Finding("unstable", "broken",
-                                f"its result depends on a random value ({drawn}): two runs can return different results"))
+                                f"its result depends on {drawn}: two runs can return different results"))
     return findings
 
 
 #: Functions that draw a random value, by their lower-cased name as sqlglot leaves it when it has no node class for
 #: them (an ``Anonymous`` call); ``random()``, ``rand()``, ``uuid()``, ``gen_random_uuid()`` are sqlglot nodes.
-RANDOM_FUNCTIONS = frozenset({"randomblob", "random_uuid", "uuid_generate_v4", "newid", "setseed", "rand"})
+RANDOM_FUNCTIONS = frozenset({"randomblob", "random_uuid", "uuid_generate_v4", "newid", "setseed", "rand",
+                              # DuckDB, PostgreSQL 16+/18+ and uuid-ossp (v1: a new value on every call)
+                              "uuidv4", "uuidv7", "random_normal", "uuid_generate_v1", "uuid_generate_v1mc"})
 
 
 def _random_call(tree: exp.Expression, dialect: str) -> str | None:
-    """The SQL of a call in ``tree`` that draws a random value (``random()``, ``uuid()``, ...), else None."""
+    """What in ``tree`` draws at random: a call (``random()``, ``uuid()``, ...) or a sample of rows without a seed
+    (``TABLESAMPLE SYSTEM (50)``, DuckDB's ``USING SAMPLE 2``), with its SQL; else None."""
     for node in tree.walk():
         if draws_random(node):
-            return node.sql(dialect=dialect)
+            return f"a random value ({node.sql(dialect=dialect)})"
+        if isinstance(node, exp.TableSample) and node.args.get("seed") is None \
+                and node.args.get("bucket_numerator") is None:  # REPEATABLE (7) repeats; Hive's BUCKET is a hash
+            return f"a random sample of rows ({node.sql(dialect=dialect)})"
     return None
 
 
@@ -174,6 +191,18 @@ def _limit_value(query: exp.Expression) -> int | None:
         value = limit.args.get("count") or exp.Literal.number(1)
     else:
         value = limit.args.get("expression")
+    if isinstance(value, exp.Literal) and not value.is_string:
+        try:
+            return int(value.this)
+        except ValueError:
+            return None
+    return None
+
+
+def _offset_value(query: exp.Expression) -> int | None:
+    """A literal OFFSET k (also SQLite's and MySQL's ``LIMIT k, n``); None otherwise."""
+    offset = query.args.get("offset")
+    value = offset.args.get("expression") if isinstance(offset, exp.Offset) else None
     if isinstance(value, exp.Literal) and not value.is_string:
         try:
             return int(value.this)
@@ -236,6 +265,33 @@ def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialec
     if all(normalise_value(last[i]) == normalise_value(next_row[i]) for i in keys):
         return (f"ORDER BY ... LIMIT {limit}: row {limit + 1} ties with row {limit} on the ORDER BY keys, "
                 "so another engine may return a different but equally correct row")
+    return None
+
+
+def _tie_at_offset(gold_sql: str, outer: exp.Expression, offset: int, engine, dialect: str, timeout: float,
+                   max_rows: int, untrusted: bool = False) -> str | None:
+    """Run rows k and k+1 of the gold (OFFSET k-1 LIMIT 2, keys appended if needed): does the first row the OFFSET
+    keeps tie with the last one it skips?"""
+    plan = plan_order(gold_sql, dialect, _KEY_OPTIONS)
+    base = parse_one_bounded(plan.hidden_key_sql, dialect) if plan.hidden_key_sql else outer.copy()
+    around = base.offset(offset - 1).limit(2)
+    try:
+        rows = run_query(engine, around.sql(dialect=dialect), timeout=timeout, max_rows=max_rows,
+                         untrusted=untrusted, dialect=dialect if untrusted else None).rows
+    except QueryError:
+        return None
+    if len(rows) < 2:
+        return None
+    if plan.hidden_key_sql:
+        keys = list(range(len(rows[0]) - plan.hidden_key_count, len(rows[0])))
+    elif plan.key_columns is not None:
+        keys = list(plan.key_columns)
+    else:
+        return None
+    if all(normalise_value(rows[0][i]) == normalise_value(rows[1][i]) for i in keys):
+        return (f"ORDER BY ... OFFSET {offset}: row {offset + 1} ties with row {offset} on the ORDER BY keys, "
+                "so which rows the OFFSET skips is the engine's choice and another engine may return different "
+                "but equally correct rows")
     return None
 
 

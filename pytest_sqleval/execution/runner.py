@@ -27,6 +27,7 @@ from ..results import QueryResult
 from ..sql.guard import MAX_SQL_LENGTH, NestedTooDeeply, check_prediction, starts_with_unknown_word
 from .backends import BUILTIN_BACKENDS, active_backends, backend_for, target_of
 from .backends.base import Limits, first_line
+from .backends.connect import connection_lost
 
 
 def sqlglot_dialect(engine_dialect: str) -> str:
@@ -202,8 +203,17 @@ def execute_inline(engine, sql: str, *, timeout: float, max_rows: int, role: str
                    distinct_rows: bool = False) -> QueryResult:
     """Run already-checked SQL on ``engine`` in this process through its backend, with the engine's own timeout
     and the row cap (``timeout_label``: the timeout to name in messages; ``text_errors``: see :class:`Limits`)."""
+    from sqlalchemy.exc import OperationalError
+
     backend = backend_for(engine)
-    raw = engine.raw_connection()
+    # raw_connection() lets the driver's own error through (PEP 249's OperationalError: psycopg's, ...)
+    dbapi = getattr(engine.dialect, "loaded_dbapi", None)
+    refused = tuple(e for e in (OperationalError, getattr(dbapi, "OperationalError", None)) if isinstance(e, type))
+    try:
+        raw = engine.raw_connection()
+    except refused as exc:  # the server went away since the engine was opened: the suite's error
+        raise connection_lost(f"the {backend.name} database", engine.url.render_as_string(hide_password=True),
+                              exc) from None
     try:
         result = backend.run(raw.dbapi_connection, sql, Limits(timeout, max_rows, role, timeout_label, text_errors,
                                                                  distinct_rows))

@@ -77,6 +77,15 @@ def connect_failure(what: str, url: str, exc: BaseException, elapsed: float, tim
             "(host, port, user, database)")
 
 
+def connection_lost(what: str, where: str, exc: BaseException) -> DatabaseError:
+    """The error for a server that went away while a query ran (shut down, restarted, the connection dropped) or
+    refused the query's connection: the suite's error, never a model's miss nor a broken gold."""
+    return DatabaseError(f"the connection to {what} at {hide_password(where)} failed during the run: "
+                         f"{mask_secrets(first_line(exc))}; the case was not scored: check that the database is still "
+                         "reachable (a server that shut down or restarted, a session an administrator ended, a "
+                         "connection the network dropped), then run again")
+
+
 def host_of(url: str) -> str:
     """``host:port`` of a URL for messages (masked; the whole masked URL when it cannot be parsed)."""
     parsed = parse_url(url)

@@ -30,7 +30,7 @@ from .base import (
     rollback,
     timeout_message,
 )
-from .connect import EXTRAS, connect_failure, probe, require_module
+from .connect import EXTRAS, connect_failure, connection_lost, probe, require_module
 from .setup_scripts import cut_around, run_setup_scripts
 
 #: PostgreSQL's limit on identifiers (bytes).
@@ -102,6 +102,8 @@ class PostgreSQLBackend(Backend):
                 raise self.classify(exc, limits=limits) from None
             rows = None  # psycopg could not load a date: fetch again, with loaders that can
         except psycopg.Error as exc:
+            if _connection_lost(exc, conn):
+                raise connection_lost("PostgreSQL", _server_of(conn), exc) from None
             raise self.classify(exc, conn=conn, limits=limits) from None
         finally:
             rollback(conn)
@@ -145,6 +147,26 @@ class PostgreSQLBackend(Backend):
 
     def open_target(self, target: Target, *, max_memory: int | None = None):
         return postgres_engine(target[1])
+
+
+#: SQLSTATEs of a server that ended the session, not the query: class 08 (connection exception), admin shutdown,
+#: crash shutdown, cannot connect now (starting up or shutting down).
+_CONNECTION_ENDED = frozenset({"57P01", "57P02", "57P03"})
+
+
+def _connection_lost(exc: BaseException, conn: Any) -> bool:
+    """Did the server end the connection (shut down, restarted, terminated the backend) rather than fail the query?"""
+    state = getattr(exc, "sqlstate", None) or ""
+    return state.startswith("08") or state in _CONNECTION_ENDED or bool(getattr(conn, "broken", False))
+
+
+def _server_of(conn: Any) -> str:
+    """``postgresql://user@host:port/dbname`` of a psycopg connection, for messages (never a password)."""
+    try:
+        info = conn.info
+        return f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    except Exception:  # noqa: BLE001 - a connection too broken to describe
+        return "the PostgreSQL server"
 
 
 #: Why the server stopped a query, by SQLSTATE (class 53: insufficient resources; 54: program limit exceeded); each
