@@ -113,24 +113,12 @@ def determinism_findings(gold_sql: str, result: QueryResult, engine, *, dialect:
             findings.append(Finding("limit_without_order", "warning",
                                     f"{inner} without ORDER BY in a subquery: which rows it keeps is up to the engine"))
         if limit is not None and order is not None and len(result.rows) == limit:
-            try:
-                tie = _tie_at_cut(gold_sql, outer, limit, engine, dialect, timeout, max_rows, untrusted)
-            except (SqlglotError, RecursionError, MemoryError) as exc:
-                tie = None
-                findings.append(Finding("too_complex", "warning",
-                                        f"{too_complex_reason(exc)}: the tie check at LIMIT {limit} was skipped"))
-            if tie:
-                findings.append(Finding("ties_at_limit", "warning", tie))
+            findings.extend(_tie_findings(f"LIMIT {limit}", lambda: _tie_at_cut(
+                gold_sql, outer, limit, engine, dialect, timeout, max_rows, untrusted)))
         offset = _offset_value(outer)
         if offset and order is not None and result.rows:
-            try:
-                tie = _tie_at_offset(gold_sql, outer, offset, engine, dialect, timeout, max_rows, untrusted)
-            except (SqlglotError, RecursionError, MemoryError) as exc:
-                tie = None
-                findings.append(Finding("too_complex", "warning",
-                                        f"{too_complex_reason(exc)}: the tie check at OFFSET {offset} was skipped"))
-            if tie:
-                findings.append(Finding("ties_at_limit", "warning", tie))
+            findings.extend(_tie_findings(f"OFFSET {offset}", lambda: _tie_at_offset(
+                gold_sql, outer, offset, engine, dialect, timeout, max_rows, untrusted)))
     second = _rerun(ran_sql or gold_sql, engine, timeout, max_rows, text_errors, untrusted)
     if second is not None and not _same(result, second, ordered=outer is not None and outer.args.get("order") is not None):
         findings.append(Finding("unstable", "broken", "two runs of the gold returned different results"))
@@ -240,6 +228,16 @@ def _inner_queries(outer: exp.Expression):
     for node in outer.find_all(exp.Select, exp.SetOperation):
         if node is not outer:
             yield node
+
+
+def _tie_findings(cut: str, check) -> list[Finding]:
+    """A ``ties_at_limit`` warning when ``check()`` finds a tie at ``cut`` (``LIMIT 3``, ``OFFSET 1``); a
+    ``too_complex`` warning when the check cannot be built for that gold."""
+    try:
+        tie = check()
+    except (SqlglotError, RecursionError, MemoryError) as exc:
+        return [Finding("too_complex", "warning", f"{too_complex_reason(exc)}: the tie check at {cut} was skipped")]
+    return [Finding("ties_at_limit", "warning", tie)] if tie else []
 
 
 def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialect: str, timeout: float,
