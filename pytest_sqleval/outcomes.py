@@ -179,6 +179,10 @@ def suite_problem_message(item, error: BaseException) -> str:
                  "SELECT, no `;` between statements): split several queries into cases of their own (or, when "
                  "each is a right answer, list them as a block list under `gold:`, one query per `- `), and build "
                  "the data with the database's `setup:` scripts, not a write in the gold")
+        if any(spec.dialect == "postgresql" for spec in item.case.databases):
+            # PostgreSQL refuses a table the URL's user may not read with the same kind (SQLSTATE 42501)
+            text += ("; if the message says `permission denied`, the URL's user may not read a table the gold "
+                     "reads: GRANT SELECT on it to that user, or connect as one who may")
     elif getattr(error, "fix", None):  # a database the opener could say more about (DatabaseError.fix)
         text += f"\n  fix: {error.fix}"
     return text
