@@ -169,7 +169,10 @@ class Backend:
     # -- schema -------------------------------------------------------------
     def read_schema(self, engine: Engine) -> Schema:
         """Tables (in :meth:`table_order`, else the inspector's), columns in order and foreign keys."""
+        import warnings
+
         from sqlalchemy import inspect
+        from sqlalchemy.exc import SAWarning
 
         from ...schema import ForeignKey, Schema, Table
 
@@ -178,7 +181,10 @@ class Backend:
         tables: list[Table] = []
         fks: list[ForeignKey] = []
         for name in names:
-            columns = tuple(col["name"] for col in inspector.get_columns(name))
+            with warnings.catch_warnings():  # only the names are read: a type SQLAlchemy does not know (citext, a
+                # composite type) is no concern of the user's run, whose output its warning would otherwise reach
+                warnings.filterwarnings("ignore", message="Did not recognize type", category=SAWarning)
+                columns = tuple(col["name"] for col in inspector.get_columns(name))
             tables.append(Table(name, columns))
             for fk in inspector.get_foreign_keys(name):
                 referred = fk.get("referred_table")
