@@ -253,10 +253,44 @@ def _database_url(cli, ini_value) -> str | None:
                                        noun="URL")
         if problem is not None:
             raise SettingsError(problem)
-        return str(cli).strip()
+        return _known_dialect(str(cli).strip(), "--sqleval-database-url")
     if ini_value is None or not str(ini_value).strip():
         return None
-    return str(ini_value).strip()
+    return _known_dialect(str(ini_value).strip(), "ini option sqleval_database_url")
+
+
+#: URL schemes whose dialect may come from a package not installed here: the engine's own message names it.
+_DIALECTS_OF_PACKAGES = ("duckdb", "postgresql", "postgres", "mysql", "mariadb", "mssql", "oracle", "sqlite")
+
+
+def _known_dialect(url: str, source: str) -> str:
+    """``url`` when SQLAlchemy can read it and knows its dialect. A typo (``sqlit://``) is a usage error at once:
+    the option only matters to suites with setup scripts, so it would otherwise be ignored without a word when
+    none has any."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    from .suite import hide_password
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise SettingsError(f"{source}: {hide_password(url)!r} is not a SQLAlchemy URL; write one like "
+                            "sqlite://, duckdb:// or postgresql+psycopg://user@host/db") from None
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:
+        if parsed.get_backend_name() not in _DIALECTS_OF_PACKAGES:
+            import difflib
+
+            near = difflib.get_close_matches(parsed.get_backend_name(), _DIALECTS_OF_PACKAGES, n=1)
+            hint = f" (did you mean {near[0]}://?)" if near else ""
+            raise SettingsError(f"{source}: SQLAlchemy knows no database {parsed.get_backend_name()!r} in "
+                                f"{hide_password(url)!r}{hint}; write sqlite://, duckdb:// or a server URL "
+                                "(postgresql+psycopg://...)") from None
+    except Exception:  # noqa: BLE001 - a driver not installed: the engine says which package when it is used
+        pass
+    return url
 
 
 def _ini_path(config, value):
