@@ -102,9 +102,12 @@ class PostgreSQLBackend(Backend):
                 raise self.classify(exc, limits=limits) from None
             rows = None  # psycopg could not load a date: fetch again, with loaders that can
         except psycopg.Error as exc:
-            if _connection_lost(exc, conn):
+            error = self.classify(exc, conn=conn, limits=limits)
+            # a result libpq could not allocate (no SQLSTATE) also leaves the connection broken: that is the
+            # prediction's memory miss, and the connection is replaced; only another end of it is the server's doing
+            if error.kind not in ("memory", "timeout") and _connection_lost(exc, conn):
                 raise connection_lost("PostgreSQL", _server_of(conn), exc) from None
-            raise self.classify(exc, conn=conn, limits=limits) from None
+            raise error from None
         finally:
             rollback(conn)
             if autocommit:
