@@ -47,7 +47,7 @@ def aggregate_suite(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "outcomes": outcome_counts(ordered),
         "metrics": case_metrics(scored),
         "by_gold_sql": grouped_by_gold(scored),
-        "by_difficulty": breakdown(scored, lambda r: [r.get("difficulty") or "unknown"]),
+        "by_difficulty": difficulty_breakdown(scored),
         "by_tag": breakdown(scored, lambda r: r.get("tags") or []),
     }
     clauses = clause_accuracy(scored)
@@ -197,6 +197,11 @@ def _count_rate(metric: Metric, records: Sequence[Mapping[str, Any]]) -> float |
     return sum(1 for v in values if v) / len(values)
 
 
+def difficulty_breakdown(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """By difficulty level (``unknown`` for a case without one), easy to extra."""
+    return breakdown(records, lambda r: [r.get("difficulty") or "unknown"])
+
+
 def breakdown(records: Sequence[Mapping[str, Any]], keys_of) -> dict[str, Any]:
     buckets: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
@@ -333,7 +338,7 @@ def aggregate_overall(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "metrics": case_metrics(scored),
         # over the whole dataset, as the official evaluators print them (`sqleval import spider` writes a suite per
         # database: Spider's table by hardness, SParC's by turn, are of all of them together)
-        "by_difficulty": breakdown(scored, lambda r: [r.get("difficulty") or "unknown"]),
+        "by_difficulty": difficulty_breakdown(scored),
     }
     if any(r.get("interaction") is not None for r in ordered):
         result["metrics"].update(interaction_metrics(ordered))

@@ -18,7 +18,7 @@ from urllib.parse import unquote
 
 from .errors import SuiteError
 from .load_context import LoadContext, check_keys, yaml_type
-from .suite import DatabaseSpec, SchemaSource, file_url
+from .suite import DatabaseSpec, SchemaSource, database_file_kind, file_url
 from .yaml_lines import LineMapping
 
 DATABASE_KEYS = ("url", "setup")
@@ -167,14 +167,10 @@ def _setup_scripts(ctx: LoadContext, value: LineMapping) -> tuple[Path, ...]:
 def _refuse_database_file_as_script(ctx: LoadContext, path: Path, written: str, line: int | None) -> None:
     """A setup script that is a database file (`setup: [shop.sqlite]`, read as "the database to start from"):
     its header says so, and the fix is to name it as the database, not "save it as UTF-8"."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(16)
-    except OSError:
-        return  # the build reports what cannot be read
-    if head == b"SQLite format 3\x00":
+    kind = database_file_kind(path)  # None also when it cannot be read: the build reports that
+    if kind == "sqlite":
         what, use = "a SQLite database", f"`database: {written}`"
-    elif head[8:12] == b"DUCK":
+    elif kind == "duckdb":
         what = "a DuckDB database"
         use = f"`database: {written}`" if path.suffix.lower() in DUCKDB_SUFFIXES else f"`database: duckdb:///{written}`"
     else:

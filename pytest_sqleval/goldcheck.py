@@ -141,8 +141,7 @@ def _random_call(tree: exp.Expression, dialect: str) -> str | None:
     for node in tree.walk():
         if draws_random(node):
             return f"a random value ({node.sql(dialect=dialect)})"
-        if isinstance(node, exp.TableSample) and node.args.get("seed") is None \
-                and node.args.get("bucket_numerator") is None:  # REPEATABLE (7) repeats; Hive's BUCKET is a hash
+        if unseeded_sample(node) and node.args.get("bucket_numerator") is None:  # Hive's BUCKET is a hash
             return f"a random sample of rows ({node.sql(dialect=dialect)})"
     return None
 
@@ -151,6 +150,12 @@ def draws_random(node: exp.Expression) -> bool:
     """Is ``node`` a call that draws a random value (``random()``, ``uuid()``, :data:`RANDOM_FUNCTIONS`)?"""
     return isinstance(node, (exp.Rand, exp.Randn, exp.Uuid)) or (
         isinstance(node, exp.Anonymous) and str(node.this).lower() in RANDOM_FUNCTIONS)
+
+
+def unseeded_sample(node: exp.Expression) -> bool:
+    """Is ``node`` a sample of rows without a seed (``TABLESAMPLE SYSTEM (50)``, DuckDB's ``USING SAMPLE 2``)? A
+    seeded one (``REPEATABLE (7)``) draws the same rows each time."""
+    return isinstance(node, exp.TableSample) and node.args.get("seed") is None
 
 
 def _outermost(sql: str, dialect: str) -> exp.Expression | None:
@@ -179,18 +184,17 @@ def _limit_value(query: exp.Expression) -> int | None:
         value = limit.args.get("count") or exp.Literal.number(1)
     else:
         value = limit.args.get("expression")
-    if isinstance(value, exp.Literal) and not value.is_string:
-        try:
-            return int(value.this)
-        except ValueError:
-            return None
-    return None
+    return _literal_int(value)
 
 
 def _offset_value(query: exp.Expression) -> int | None:
     """A literal OFFSET k (also SQLite's and MySQL's ``LIMIT k, n``); None otherwise."""
     offset = query.args.get("offset")
-    value = offset.args.get("expression") if isinstance(offset, exp.Offset) else None
+    return _literal_int(offset.args.get("expression") if isinstance(offset, exp.Offset) else None)
+
+
+def _literal_int(value: exp.Expression | None) -> int | None:
+    """The whole number a numeric literal writes (``3``); None for anything else (``3.5``, ``'3'``, ``:k``)."""
     if isinstance(value, exp.Literal) and not value.is_string:
         try:
             return int(value.this)

@@ -95,6 +95,19 @@ def url_facts(url: str) -> tuple[str, Path | None]:
     return dialect, Path(parsed.database)
 
 
+def database_file_kind(path: Path | str) -> str | None:
+    """``"sqlite"`` or ``"duckdb"`` when the file's header says it is one (SQLite's ``SQLite format 3\\0``; DuckDB's
+    8-byte checksum, then ``DUCK``), else None (another file, or none to read)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None
+    if head == b"SQLite format 3\x00":
+        return "sqlite"
+    return "duckdb" if head[8:12] == b"DUCK" else None
+
+
 def file_url(scheme: str, path: Path | str) -> str:
     """The SQLAlchemy URL of a database file: ``sqlite:///<path>`` with the characters SQLAlchemy's ``make_url``
     would read otherwise escaped (``%`` is percent-decoded there, ``?`` starts the query string), so any file name

@@ -59,11 +59,11 @@ def _users_values_as_json(data: dict[str, Any]) -> dict[str, Any]:
         return data
     from .record import CaseRecord
 
-    own = CaseRecord.__annotations__
-    converted = {key: value if key in own else _as_json(value) for key, value in record.items()}
-    if all(converted[key] is value for key, value in record.items()):
+    theirs = record.keys() - CaseRecord.__annotations__.keys()  # most reports: none, and nothing to copy
+    converted = {key: _as_json(record[key]) for key in theirs}
+    if all(converted[key] is record[key] for key in theirs):
         return data
-    return {**data, "sqleval_record": converted}
+    return {**data, "sqleval_record": {**record, **converted}}
 
 
 def _as_json(value: Any) -> Any:

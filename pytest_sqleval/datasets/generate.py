@@ -364,10 +364,8 @@ def _open(database: str):
 
 
 def _rows_key(result, ordered: bool):
-    from ..metrics.normalisation import normalise_value
-
-    rows = [tuple(normalise_value(v) for v in row) for row in result.rows]
-    return (len(result.columns), tuple(rows) if ordered else tuple(sorted(Counter(map(repr, rows)).items())))
+    """The result as one comparable value: its width and its normalised rows (in order, or as a multiset)."""
+    return _key_of(len(result.columns), _normalised_rows(result), ordered)
 
 
 def _result_key(result, ordered: bool):
@@ -375,14 +373,21 @@ def _result_key(result, ordered: bool):
     ``SELECT a, b`` and ``SELECT b, a`` are one result, as the paper's one-to-one column matching scores them. Two
     results with one key are the same up to the order of their columns (columns holding the same values in another
     pairing may keep two keys: a duplicate missed, never a query dropped wrongly)."""
-    from ..metrics.normalisation import normalise_value
-
-    rows = [tuple(normalise_value(v) for v in row) for row in result.rows]
+    rows = _normalised_rows(result)
     columns = list(zip(*rows)) if rows else [() for _ in result.columns]
     keys = [repr(column) if ordered else repr(sorted(map(repr, column))) for column in columns]
     order = sorted(range(len(columns)), key=lambda index: keys[index])
-    permuted = [tuple(row[index] for index in order) for row in rows]
-    return (len(result.columns), tuple(permuted) if ordered else tuple(sorted(Counter(map(repr, permuted)).items())))
+    return _key_of(len(result.columns), [tuple(row[index] for index in order) for row in rows], ordered)
+
+
+def _normalised_rows(result) -> list[tuple]:
+    from ..metrics.normalisation import normalise_value
+
+    return [tuple(normalise_value(v) for v in row) for row in result.rows]
+
+
+def _key_of(width: int, rows: list[tuple], ordered: bool):
+    return (width, tuple(rows) if ordered else tuple(sorted(Counter(map(repr, rows)).items())))
 
 
 def _normalised_sql(tree, dialect: str) -> str:
@@ -420,7 +425,7 @@ def volatile_call(tree, dialect: str | None = None) -> str | None:
     query can return the same rows twice in a row (the same date; two equal coin tosses) and others later."""
     from sqlglot import exp
 
-    from ..goldcheck import draws_random
+    from ..goldcheck import draws_random, unseeded_sample
 
     clock = tuple(getattr(exp, name) for name in ("CurrentDate", "CurrentTime", "CurrentTimestamp",
                                                    "CurrentDatetime", "Localtime", "Localtimestamp")
@@ -430,7 +435,7 @@ def volatile_call(tree, dialect: str | None = None) -> str | None:
             return f"the clock ({node.sql(dialect=dialect)})"
         if draws_random(node):
             return f"a random value ({node.sql(dialect=dialect)})"
-        if isinstance(node, exp.TableSample) and node.args.get("seed") is None:  # a seed (REPEATABLE (7)) repeats
+        if unseeded_sample(node):
             return f"a random sample of rows ({node.sql(dialect=dialect)})"
         if isinstance(node, exp.Anonymous):
             name = str(node.this).lower()
@@ -540,12 +545,12 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
         if same_text is not None:
             drops.append(Drop("duplicate", sql, f"the same normalised SQL as a kept query: {same_text.sql[:120]}"))
             continue
-        same_result = next((k for k in kept if k.result == _result_key(first, ordered) and k.structure == structure),
-                           None)
+        columns_key = _result_key(first, ordered)  # once: compared with every kept query's
+        same_result = next((k for k in kept if k.result == columns_key and k.structure == structure), None)
         if same_result is not None:
             drops.append(Drop("duplicate", sql, f"the same result and structure as a kept query: {same_result.sql[:120]}"))
             continue
-        kept.append(Kept(sql, _result_key(first, ordered), normalised, structure, reasoning=reasoning,
+        kept.append(Kept(sql, columns_key, normalised, structure, reasoning=reasoning,
                          tags=sorted(name for name, clause in CLAUSE_TYPES.items() if clause in facts.clauses)))
         kept[-1].rows_preview = first.rows[:3]  # type: ignore[attr-defined]
     return kept, drops

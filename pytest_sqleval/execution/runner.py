@@ -198,22 +198,28 @@ def _reads_differently(engine_dialect: str, dialect: str) -> bool:
         return False
 
 
+def _connection_refused(engine, exc: Exception) -> bool:
+    """Is ``exc``, from ``engine.raw_connection()``, a refused connection: SQLAlchemy's OperationalError, or the
+    driver's own (PEP 249's, psycopg's), which raw_connection() lets through?"""
+    from sqlalchemy.exc import OperationalError
+
+    driver_error = getattr(getattr(engine.dialect, "loaded_dbapi", None), "OperationalError", None)
+    return isinstance(exc, OperationalError) or (isinstance(driver_error, type) and isinstance(exc, driver_error))
+
+
 def execute_inline(engine, sql: str, *, timeout: float, max_rows: int, role: str | None = None,
                    timeout_label: float | None = None, text_errors: str = "replace",
                    distinct_rows: bool = False) -> QueryResult:
     """Run already-checked SQL on ``engine`` in this process through its backend, with the engine's own timeout
     and the row cap (``timeout_label``: the timeout to name in messages; ``text_errors``: see :class:`Limits`)."""
-    from sqlalchemy.exc import OperationalError
-
     backend = backend_for(engine)
-    # raw_connection() lets the driver's own error through (PEP 249's OperationalError: psycopg's, ...)
-    dbapi = getattr(engine.dialect, "loaded_dbapi", None)
-    refused = tuple(e for e in (OperationalError, getattr(dbapi, "OperationalError", None)) if isinstance(e, type))
     try:
         raw = engine.raw_connection()
-    except refused as exc:  # the server went away since the engine was opened: the suite's error
-        raise connection_lost(f"the {backend.name} database", engine.url.render_as_string(hide_password=True),
-                              exc) from None
+    except Exception as exc:
+        if _connection_refused(engine, exc):  # the server went away since the engine was opened: the suite's error
+            raise connection_lost(f"the {backend.name} database", engine.url.render_as_string(hide_password=True),
+                                  exc) from None
+        raise
     try:
         result = backend.run(raw.dbapi_connection, sql, Limits(timeout, max_rows, role, timeout_label, text_errors,
                                                                  distinct_rows))

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import DatabaseError, QueryError
 from ...results import QueryResult
-from ...suite import file_url, hide_password
+from ...suite import database_file_kind, file_url, hide_password
 from ..targets import register_target, registered_target
 from .base import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -389,10 +389,10 @@ def _is_sqlite_file(url: str) -> bool:
     from sqlalchemy.engine import make_url
 
     try:
-        with open(make_url(url).database or "", "rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
-    except Exception:  # noqa: BLE001 - no file to read: no hint
+        database = make_url(url).database
+    except Exception:  # noqa: BLE001 - no URL to read: no hint
         return False
+    return bool(database) and database_file_kind(database) == "sqlite"
 
 
 def build_duckdb(path: Path, scripts: tuple[Path, ...]) -> None:

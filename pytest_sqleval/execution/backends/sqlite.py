@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import DatabaseError, QueryError
 from ...results import QueryResult
-from ...suite import file_url, hide_password
+from ...suite import database_file_kind, file_url, hide_password
 from ..targets import file_version, register_target, registered_target
 from .base import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -186,7 +186,7 @@ def sqlite_engine(path: Path, *, watch: bool = True):
         conn.close()
     except sqlite3.Error as exc:
         hint, fix = "", None
-        if _is_duckdb_file(path):
+        if database_file_kind(path) == "duckdb":  # read only after SQLite refused it
             hint = (f"; it is a DuckDB database: name it with a .duckdb suffix or write "
                     f"`database: duckdb:///{path}`")
         elif getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
@@ -241,15 +241,6 @@ def _is_utf8_text(head: bytes, *, whole: bool) -> bool:
         except UnicodeDecodeError:
             continue
     return False
-
-
-def _is_duckdb_file(path: Path) -> bool:
-    """DuckDB's file header: an 8-byte checksum, then the magic ``DUCK`` (read only after SQLite refused it)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(12)[8:12] == b"DUCK"
-    except OSError:
-        return False
 
 
 def sqlite_read_only_uri(path: Path) -> str:
