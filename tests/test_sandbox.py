@@ -301,3 +301,51 @@ def _loaded_modules(pid: int) -> str:
     """The shared libraries mapped into a process (DuckDB's driver is a native module)."""
     with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as f:
         return f.read()
+
+
+def _wide_result_sql(rows: int, columns: int) -> str:
+    values = ", ".join(f"i + {k} AS c{k}" for k in range(columns))
+    return f"WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<{rows}) SELECT {values} FROM r"
+
+
+def test_a_result_too_many_values_to_score_within_the_memory_cap_is_a_memory_miss(sqlite_db):
+    """Many small values cost the pytest process's comparison far more than the query process held (about 140 bytes
+    each): a result over cap / 256 values is refused in the query process, naming its shape and the cap."""
+    engine = sqlite_engine(sqlite_db)
+    cap = 64 * MiB  # room for 262,144 values
+    (kind, message), _ = _timed(engine, _wide_result_sql(1000, 300), timeout=20, max_rows=100_000, max_memory=cap)
+    assert kind == "memory"
+    assert "1,000 rows x 300 columns (300,000 values)" in message and "64 MiB" in message
+    assert "--sqleval-max-memory" in message
+    (status, result), _ = _timed(engine, _wide_result_sql(1000, 250), timeout=20, max_rows=100_000, max_memory=cap)
+    assert status == "ok" and len(result.rows) == 1000 and len(result.columns) == 250
+    (status, result), _ = _timed(engine, _wide_result_sql(1000, 300), timeout=20, max_rows=100_000,
+                                 max_memory=128 * MiB)
+    assert status == "ok" and len(result.columns) == 300
+
+
+def test_a_prediction_too_large_to_score_misses_and_the_run_goes_on(pytester, sqlite_db):
+    import json
+    import shutil
+
+    shutil.copy(sqlite_db, pytester.path / "shop.sqlite")
+    pytester.makefile(".sqleval.yaml", suite=f"""
+        database: shop.sqlite
+        max_memory: 32MiB
+        cases:
+          - id: wide
+            question: q
+            gold: SELECT id FROM tickets ORDER BY id
+            predicted: "{_wide_result_sql(2000, 100)}"
+          - id: fine
+            question: q
+            gold: SELECT id FROM tickets ORDER BY id
+            predicted: SELECT id FROM tickets ORDER BY id
+        """)
+    result = pytester.runpytest_subprocess("--sqleval", "-p", "no:cacheprovider", "--sqleval-json=r.json")
+    assert result.ret == 0  # a miss is not a failure: the run went on and scored the next case
+    cases = {c["id"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
+    assert cases["fine"]["outcome"] == "passed"
+    wide = cases["wide"]
+    assert wide["outcome"] == "missed" and wide["error"]["kind"] == "memory", wide
+    assert "2,000 rows x 100 columns" in wide["error"]["message"]

@@ -195,6 +195,7 @@ class Worker:
                                     text_errors=request.get("text_errors") or "replace",
                                     distinct_rows=bool(request.get("distinct_rows")))
             elapsed = time.perf_counter() - executing  # what BIRD's R-VES times (QueryResult.elapsed)
+            _check_scoring_memory(result, request.get("max_memory"))
             rows = _picklable_rows(result.rows)
         except RecursionError:  # the driver reading a value (PostgreSQL's json of 5,000 levels): the query ran
             self.unsound = RECURSION_LIMIT
@@ -206,6 +207,26 @@ class Worker:
 #: query was checked and ran; "nested too deeply to check" is the guard's refusal of a query text).
 RESULT_TOO_DEEP = ("the query ran, but a value of its result is nested too deeply to be read (Python's recursion "
                    "limit; a deeply nested JSON value, for example)")
+
+
+#: What one value of a result costs the pytest process that compares it (the result sent, normalised, compared
+#: column-wise; measured at about 140 bytes for short text under the `mro` profile, both results counted), with room.
+SCORING_BYTES_PER_VALUE = 256
+
+
+def _check_scoring_memory(result: Any, max_memory: int | None) -> None:
+    """A ``memory`` miss for a result the query process could hold but the pytest process could not afford to score:
+    more values (rows x columns) than the memory cap allows at :data:`SCORING_BYTES_PER_VALUE` each. Many small
+    values cost the comparison far more than their size in the query process, so the cap bounds the scoring too."""
+    values = len(result.rows) * len(result.columns)
+    if not max_memory or values * SCORING_BYTES_PER_VALUE <= max_memory:
+        return
+    from ..errors import QueryError
+
+    raise QueryError("memory", f"the result has {len(result.rows):,} rows x {len(result.columns):,} columns "
+                               f"({values:,} values): scoring it needs more memory than {max_memory / 2**20:.0f} MiB "
+                               f"(about {SCORING_BYTES_PER_VALUE} bytes per value; raise it with "
+                               "--sqleval-max-memory or the suite's `max_memory:`)")
 
 
 def _memory_message(request: dict[str, Any]) -> str:
