@@ -324,6 +324,22 @@ def test_a_result_too_many_values_to_score_within_the_memory_cap_is_a_memory_mis
     assert status == "ok" and len(result.columns) == 300
 
 
+@pytest.mark.duckdb
+def test_elements_inside_nested_values_count_four_values_each(duckdb_db):
+    """One list of 4,000,000 numbers took 20 s to score outside the timeout: each element of a list, struct or map
+    (nested ones too; a map or struct counts its keys and its values) counts as 4 values against the same
+    cap / 256 budget (2,097,152 values under 512 MiB)."""
+    engine = duckdb_engine(f"duckdb:///{duckdb_db}")
+    cap = 512 * MiB
+    (kind, message), _ = _timed(engine, "SELECT range(530000) AS r", timeout=20, max_rows=100, max_memory=cap)
+    assert kind == "memory" and "530,000 elements counted inside nested values" in message, message
+    (status, result), _ = _timed(engine, "SELECT range(500000) AS r", timeout=20, max_rows=100, max_memory=cap)
+    assert status == "ok" and len(result.rows[0][0]) == 500000
+    nested = "SELECT list_transform(range(100), lambda x: {'k': range(5300)}) AS r"  # 100 structs, each a list of 5300
+    (kind, message), _ = _timed(engine, nested, timeout=20, max_rows=100, max_memory=cap)
+    assert kind == "memory" and "530,300 elements" in message, message  # 100 structs + 100 keys and values + 530,000
+
+
 def test_a_prediction_too_large_to_score_misses_and_the_run_goes_on(pytester, sqlite_db):
     import json
     import shutil

@@ -18,6 +18,7 @@ fresh one for the next query, so one hostile prediction never changes another pr
 
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import signal
@@ -212,21 +213,51 @@ RESULT_TOO_DEEP = ("the query ran, but a value of its result is nested too deepl
 #: What one value of a result costs the pytest process that compares it (the result sent, normalised, compared
 #: column-wise; measured at about 140 bytes for short text under the `mro` profile, both results counted), with room.
 SCORING_BYTES_PER_VALUE = 256
+#: An element inside a list, struct, map or JSON value (DuckDB, PostgreSQL) counts as this many values: it is
+#: normalised, hashed and written element by element (measured at about 5 us each, three times a plain value).
+NESTED_ELEMENT_WEIGHT = 4
+_CONTAINERS = (list, tuple, dict, set, frozenset)
 
 
 def _check_scoring_memory(result: Any, max_memory: int | None) -> None:
     """A ``memory`` miss for a result the query process could hold but the pytest process could not afford to score:
-    more values (rows x columns) than the memory cap allows at :data:`SCORING_BYTES_PER_VALUE` each. Many small
-    values cost the comparison far more than their size in the query process, so the cap bounds the scoring too."""
-    values = len(result.rows) * len(result.columns)
-    if not max_memory or values * SCORING_BYTES_PER_VALUE <= max_memory:
+    more values (rows x columns, each element of a nested value counting :data:`NESTED_ELEMENT_WEIGHT`) than the
+    memory cap allows at :data:`SCORING_BYTES_PER_VALUE` each. Many small values cost the comparison far more than
+    their size in the query process, so the cap bounds the scoring too."""
+    if not max_memory:
+        return
+    budget = max_memory // SCORING_BYTES_PER_VALUE
+    cells = len(result.rows) * len(result.columns)
+    nested = _nested_elements(result.rows, budget) if cells <= budget else 0
+    if cells + NESTED_ELEMENT_WEIGHT * nested <= budget:
         return
     from ..errors import QueryError
 
-    raise QueryError("memory", f"the result has {len(result.rows):,} rows x {len(result.columns):,} columns "
-                               f"({values:,} values): scoring it needs more memory than {max_memory / 2**20:.0f} MiB "
-                               f"(about {SCORING_BYTES_PER_VALUE} bytes per value; raise it with "
+    inside = f", and {_count(nested, 'element')} counted inside nested values" if nested else ""
+    raise QueryError("memory", f"the result has {_count(len(result.rows), 'row')} x "
+                               f"{_count(len(result.columns), 'column')} ({_count(cells, 'value')}{inside}): scoring it needs more memory than "
+                               f"{max_memory / 2**20:.0f} MiB (about {SCORING_BYTES_PER_VALUE} bytes per value, "
+                               f"{NESTED_ELEMENT_WEIGHT} values per nested element; raise it with "
                                "--sqleval-max-memory or the suite's `max_memory:`)")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _nested_elements(rows: list, budget: int) -> int:
+    """How many elements the rows' list/struct/map values hold, nested ones included (counting stops past
+    ``budget``). Rows of plain values (every SQLite result) are told apart at C speed by their set of types."""
+    if not any(issubclass(t, _CONTAINERS) for t in set(map(type, itertools.chain.from_iterable(rows)))):
+        return 0
+    count = 0
+    stack = [v for row in rows for v in row if isinstance(v, _CONTAINERS)]
+    while stack and count <= budget:
+        value = stack.pop()
+        items = list(value.keys()) + list(value.values()) if isinstance(value, dict) else value
+        count += len(items)
+        stack.extend(v for v in items if isinstance(v, _CONTAINERS))
+    return count
 
 
 def _memory_message(request: dict[str, Any]) -> str:
