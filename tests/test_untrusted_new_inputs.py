@@ -254,7 +254,7 @@ def test_new_attack_is_scored_bounded_and_harmless(engines, planted, engine_name
     ("postgres", "TRUNCATE tickets", "TRUNCATE"),
     ("duckdb", "CHECKPOINT", "CHECKPOINT"),
     ("duckdb", "UNINSTALL httpfs", "UNINSTALL"),
-    ("duckdb", "UNPIVOT tickets ON hours INTO NAME k VALUE v", "UNPIVOT"),
+    ("duckdb", "SUMMARIZE tickets", "SUMMARIZE"),
     ("duckdb", "DEALLOCATE p", "DEALLOCATE"),
     ("sqlite", "END TRANSACTION", "END"),
     ("sqlite", "UPSERT", "UPSERT"),
@@ -267,6 +267,55 @@ def test_a_statement_that_is_not_a_query_is_rejected_by_its_own_name(dialect, sq
         check_prediction(sql, dialect)
     assert info.value.kind == "rejected", info.value.message
     assert f" {word} statement is not a query" in info.value.message, info.value.message
+
+
+@pytest.mark.parametrize("sql", [
+    "PIVOT tickets ON status USING sum(hours)",
+    "UNPIVOT tickets ON hours INTO NAME k VALUE v",
+    "PIVOT (SELECT status, hours FROM tickets) ON status USING count(*)",
+])
+def test_duckdb_pivot_and_unpivot_statements_are_queries(sql):
+    """DuckDB's PIVOT and UNPIVOT statements are read-only queries (they run on a read-only connection): a model's
+    correct `PIVOT ...` was `rejected` (a PIVOT statement is not a query) while `SELECT * FROM (PIVOT ...)` ran."""
+    assert check_prediction(sql, "duckdb").sql == sql
+
+
+def test_a_pivot_prediction_scores_against_its_select_gold_on_duckdb(pytester, duckdb_available):
+    import duckdb
+
+    conn = duckdb.connect(str(pytester.path / "t.duckdb"))
+    conn.execute("CREATE TABLE tickets (status TEXT, hours INTEGER); "
+                 "INSERT INTO tickets VALUES ('open', 2), ('done', 3), ('open', 4)")
+    conn.close()
+    pytester.makefile(".sqleval.yaml", pivot="""
+        database: t.duckdb
+        cases:
+          - id: pivot
+            question: Hours by status, one column each
+            gold: SELECT sum(hours) FILTER (WHERE status = 'done') AS done, sum(hours) FILTER (WHERE status = 'open') AS open FROM tickets
+            predicted: PIVOT tickets ON status USING sum(hours)
+          - id: unpivot
+            question: Each ticket's hours as a key and a value
+            gold: SELECT status, 'hours' AS k, hours AS v FROM tickets
+            predicted: UNPIVOT tickets ON hours INTO NAME k VALUE v
+        """)
+    result = pytester.runpytest_subprocess("--sqleval", "-p", "no:cacheprovider", "--sqleval-json", "r.json")
+    cases = {c["id"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
+    assert {k: (c["outcome"], c["error"]) for k, c in cases.items()} == {
+        "pivot": ("passed", None), "unpivot": ("passed", None)}, result.stdout.str()
+
+
+@pytest.mark.parametrize("sql, kind, reason", [
+    ("PIVOT '/tmp/t.csv' ON status USING count(*)", "rejected", "reads the file '/tmp/t.csv'"),
+    ("PIVOT (SELECT * FROM read_csv('/etc/passwd')) ON a USING count(*)", "rejected", "calls read_csv()"),
+    ("PIVOT tickets ON status USING sum(hours) ORDER BY 1", "syntax", "does not parse as duckdb SQL"),
+])
+def test_a_pivot_statement_is_checked_as_every_query(sql, kind, reason):
+    """The guard's checks apply inside a PIVOT (files, functions); one sqlglot cannot read is a syntax miss, as any
+    query's, not "a PIVOT statement is not a query"."""
+    with pytest.raises(QueryError) as info:
+        check_prediction(sql, "duckdb")
+    assert info.value.kind == kind and reason in info.value.message, info.value.message
 
 
 # --------------------------------------------------------------------------- scoring stays bounded

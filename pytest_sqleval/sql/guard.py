@@ -54,7 +54,8 @@ def _nested_too_deeply() -> NestedTooDeeply:
     return NestedTooDeeply("rejected", "the query is nested too deeply to check")
 
 
-_QUERY_ROOTS: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)
+_QUERY_ROOTS: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Values, exp.Subquery,
+                                               exp.Pivot)  # DuckDB's PIVOT and UNPIVOT statements are read-only queries
 
 
 def _node_types(*names: str) -> tuple[type[exp.Expression], ...]:
@@ -188,8 +189,8 @@ _STATEMENT_WORDS = frozenset({
     "LOCK", "REFRESH", "CLUSTER", "DISCARD", "GRANT", "REVOKE", "SHOW", "DESCRIBE", "EXPLAIN", "ANALYZE", "BEGIN",
     "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "USE", "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "REPLACE",
     "CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME", "COMMENT", "SECURITY", "FORCE", "UNINSTALL",
-    "START", "ABORT", "END", "CLOSE", "FETCH", "MOVE", "DECLARE", "REASSIGN", "SUMMARIZE", "PIVOT", "UNPIVOT",
-})
+    "START", "ABORT", "END", "CLOSE", "FETCH", "MOVE", "DECLARE", "REASSIGN", "SUMMARIZE",
+})  # not PIVOT/UNPIVOT: DuckDB's are queries (one sqlglot cannot read is a syntax miss, as any query's)
 
 
 def starts_with_unknown_word(sql: str, dialect: str) -> bool:
