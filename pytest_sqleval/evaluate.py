@@ -549,7 +549,7 @@ def rule_holds(suite: Suite, record: dict[str, Any]) -> bool:
 def check_gold_structure(case: Case, suite: Suite, unreadable: Exception | None) -> None:
     """A gold that the suite's exact-match profile cannot read is a suite error, raised at setup,
     when the suite asks for exact match; otherwise exact match is reported as not computed."""
-    from .metrics.exact_match import GoldOutsideGrammar
+    from .metrics.exact_match import GoldOutsideGrammar, GoldParseError
 
     if unreadable is None or not (suite.exact_match_requested or "exact_match" in suite.pass_if.metrics):
         return
@@ -558,7 +558,10 @@ def check_gold_structure(case: Case, suite: Suite, unreadable: Exception | None)
             f"the gold of case {case.id} is outside the Spider grammar ({unreadable}); "
             "use `exact_match: sqleval` to compare any SQL"
         )
-    raise GoldError(f"exact match cannot read the gold of case {case.id}: {unreadable}")
+    fix = ("; exact match compares the clauses of a SELECT query (or of a set operation of them) that sqlglot reads: "
+           "write the gold as one, or remove `exact_match:` (and exact_match from `pass_if:`) to score this suite by "
+           "execution only") if isinstance(unreadable, GoldParseError) else ""
+    raise GoldError(f"exact match cannot read the gold of case {case.id}: {unreadable}{fix}")
 
 
 def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepared: Prepared) -> dict[str, Any]:

@@ -559,6 +559,26 @@ def test_deep_gold_named_when_exact_match_is_asked_for(pytester):
     assert result.ret == 1
 
 
+def test_a_gold_exact_match_cannot_read_names_the_fix(pytester):
+    """`exact_match: sqleval` asked for and a gold that is no SELECT (VALUES; DuckDB's PIVOT): the error said
+    "not a query: values" and stopped; it now says what exact match compares and how to score without it."""
+    make_sqlite(pytester.path / "flags.sqlite", FLAGS_DB)
+    pytester.makefile(".sqleval.yaml", values=textwrap.dedent("""
+        database: flags.sqlite
+        exact_match: sqleval
+        cases:
+          - {id: values-gold, gold: "VALUES (1)", predicted: "SELECT 1"}
+          - {id: fine, gold: "SELECT name FROM shops", predicted: "SELECT name FROM shops"}
+    """))
+    result, cases, _ = run_json(pytester)
+    assert cases["values-gold"]["outcome"] == "error" and cases["fine"]["outcome"] == "passed"
+    assert ("case values-gold: exact match cannot read the gold of case values-gold: not a query: values; exact "
+            "match compares the clauses of a SELECT query (or of a set operation of them) that sqlglot reads: write "
+            "the gold as one, or remove `exact_match:` (and exact_match from `pass_if:`) to score this suite by "
+            "execution only") in result.stdout.str()
+    assert result.ret == 1
+
+
 def test_check_gold_names_the_deep_gold(pytester):
     make_sqlite(pytester.path / "flags.sqlite", FLAGS_DB)
     pytester.makefile(".sqleval.yaml", hostile=suite_yaml({k: HOSTILE_CASES[k] for k in ("vip", "gold-deep-300", "gold-deep-40")},
