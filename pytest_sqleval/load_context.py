@@ -57,6 +57,10 @@ def yaml_type(value: Any) -> str:
         return "a list"
     if value is None:
         return "empty"
+    if isinstance(value, bytes):
+        return "binary data (!!binary)"
+    if isinstance(value, (set, frozenset)):
+        return "a set (!!set)"
     return "text" if isinstance(value, str) else type(value).__name__
 
 

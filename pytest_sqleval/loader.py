@@ -404,6 +404,12 @@ def _expected(ctx: LoadContext, value: Any, line: int, where: str):
             if isinstance(cell, (dict, list)):
                 raise ctx.error(f"expected row {position + 1} of {where!r} holds {yaml_type(cell)}; "
                                 "cells are single values", lines["rows"], fix="write numbers, text, true/false or null")
+            if not (cell is None or isinstance(cell, (str, int, float)) or hasattr(cell, "isoformat")):
+                # a YAML !!binary or !!set: read as its str() it could never match (the bytes b'\x01' as that text)
+                raise ctx.error(f"expected row {position + 1} of {where!r} holds {yaml_type(cell)}; cells are numbers, "
+                                "text, true/false, dates or null", lines["rows"],
+                                fix="write the value as one of those, or give a gold query that returns it "
+                                    "(`gold: SELECT x'0102'` for binary data)")
     ordered = value.get("ordered", False)
     if not isinstance(ordered, bool):
         raise ctx.error(f"`ordered:` of the expected rows of {where!r} must be true or false", lines["ordered"],

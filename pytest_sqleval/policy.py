@@ -117,7 +117,7 @@ def check_policy(sql: str | None, policy: Policy | Mapping[str, Any], *, dialect
     if not_a_query:
         return PolicyVerdict(False, (f"the prediction is not a read-only query ({not_a_query}); a policy holds only "
                                      "for one SELECT",))
-    checker = _Checker(trees[0], policy, dialect, schema)
+    checker = _Checker(_sqlite_quoted_names(trees[0], dialect), policy, dialect, schema)
     violations = checker.run()
     return PolicyVerdict(not violations, tuple(violations))
 
@@ -149,6 +149,7 @@ class _Checker:
         self.dialect = dialect
         self.schema = schema
         self.scopes = traverse_scope(tree)
+        self.in_tables, self.in_calls = _in_sources(tree, dialect)
         self.violations: list[str] = []
 
     def run(self) -> list[str]:
@@ -207,7 +208,7 @@ class _Checker:
     def _check_tables(self) -> None:
 
         allowed = {t.lower() for t in self.policy.tables or ()}
-        for table in self._all_tables() + self._unscoped_tables():
+        for table in self._all_tables() + self._unscoped_tables() + self.in_tables:
             if not table.name:  # a table function (generate_series(...)) reads no table
                 continue
             qualified = ".".join(p for p in (table.db, table.name) if p).lower()
@@ -228,12 +229,12 @@ class _Checker:
 
         from .sql.guard import function_name
 
-        for table in self.tree.find_all(exp.Table):
-            call = table.this
-            if not isinstance(call, exp.Func) or _generates_values(call, table.text("db"), self.dialect):
+        calls = [(t.this, t.text("db")) for t in self.tree.find_all(exp.Table)] + [(c, "") for c in self.in_calls]
+        for call, db in calls:
+            if not isinstance(call, exp.Func) or _generates_values(call, db, self.dialect):
                 continue
             name = function_name(call)
-            qualified = ".".join(p for p in (table.text("db"), name) if p).lower()
+            qualified = ".".join(p for p in (db, name) if p).lower()
             if name in allowed or qualified in allowed:
                 continue
             reads = ("reads the schema or other tables" if name.startswith(_CATALOGUE_FUNCTION_PREFIXES)
@@ -254,7 +255,7 @@ class _Checker:
                 table, column = entry.lower().split(".")
                 by_table.setdefault(table, set()).add(column)
         for scope in self.scopes:
-            for column in scope.columns:
+            for column in _scope_columns(scope):
                 name = column.name.lower()
                 if not name or isinstance(column.this, exp.Star):
                     continue
@@ -269,6 +270,20 @@ class _Checker:
                         break
             self._check_stars(scope, anywhere, by_table)
             self._check_join_using(scope, anywhere, by_table)
+        # SQLite's `x IN t` reads t's (one) column without naming it; DuckDB's SUMMARIZE t, an UNPIVOT and a PIVOT
+        # without GROUP BY (or ON COLUMNS(*)) read every column of theirs (_reads_every_column)
+        wholes = [(t, f"`IN {t.sql(self.dialect)}`") for t in self.in_tables]
+        wholes += [(t, f"{_article(_statement_kind(t.parent))} statement") for t in self._unscoped_tables()
+                   if _reads_every_column(t.parent)]
+        for table, how in wholes:
+            forbidden = anywhere | by_table.get(table.name.lower(), set())
+            columns = self._table_columns(table.name)
+            hit = sorted(forbidden) if columns is None else [c for c in columns if c in forbidden]
+            if hit:
+                self.violations.append(
+                    f"reads every column of {table.name!r} through {how}, which "
+                    f"{'may include' if columns is None else 'includes'} forbidden column(s) {', '.join(hit)}"
+                )
 
     def _check_join_using(self, scope, anywhere: set[str], by_table: dict[str, set[str]]) -> None:
         """``JOIN ... USING (name)`` compares a column it never writes as a column; NATURAL JOIN every shared one."""
@@ -308,7 +323,7 @@ class _Checker:
             if isinstance(projection, exp.Star):
                 found.append(list(physical.values()))
             elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
-                source = physical.get(projection.table)
+                source = physical.get(projection.table) or self._outer_table(scope, projection.table)
                 found.append([source] if source is not None else [])
         found.extend(self._whole_rows(scope, physical))
         for targets in found:
@@ -331,6 +346,25 @@ class _Checker:
                         f"selects * from {table.name!r}, which includes forbidden column(s) {', '.join(hit)}"
                     )
 
+    def _outer_table(self, scope, name: str) -> Any:
+        """The real table an enclosing query names ``name`` (a correlated subquery's or a LATERAL's ``t.*`` or ``t``
+        of ``FROM tickets t``), or None: not found, or a derived table or CTE of that name comes first."""
+        from sqlglot import exp
+
+        if not name:
+            return None
+        outer = scope.parent
+        while outer is not None:
+            source = outer.sources.get(name) or outer.sources.get(name.lower())
+            if source is not None:
+                return source if isinstance(source, exp.Table) else None
+            outer = outer.parent
+        return None
+
+    def _scope_has_column(self, physical: dict[str, Any], name: str) -> bool:
+        """Does one of the scope's own tables have a column ``name`` (by the schema)?"""
+        return any(name.lower() in (self._table_columns(t.name) or ()) for t in physical.values())
+
     def _whole_rows(self, scope, physical: dict[str, Any]) -> list[list[Any]]:
         """Tables whose every column a scope reads without naming them: a whole-row reference (``SELECT s FROM
         shops s``, ``to_json(s.*)``, ``(s).*``), DuckDB's ``COLUMNS(...)``, ``#2`` and ``struct_pack(*)``, and a
@@ -346,17 +380,22 @@ class _Checker:
             if isinstance(node, (exp.Columns, exp.PositionalColumn)):
                 found.append(everything)
             elif isinstance(node, exp.Dot):
-                if isinstance(node.expression, exp.Star):
-                    found.append(everything)
+                if isinstance(node.expression, exp.Star):  # `(s).*`: the row of s, maybe an outer query's
+                    base = node.this.unnest() if isinstance(node.this, exp.Paren) else node.this
+                    outer = (self._outer_table(scope, base.name)
+                             if isinstance(base, exp.Column) and not base.table and base.name not in physical else None)
+                    found.append([outer] if outer is not None else everything)
             elif isinstance(node, exp.Struct):
                 if any(isinstance(e, exp.Star) for e in node.expressions):
                     found.append(everything)
             elif isinstance(node.this, exp.Star):
                 if node.parent is not select:  # a star projection is checked by the caller
-                    source = physical.get(node.table)
+                    source = physical.get(node.table) or self._outer_table(scope, node.table)
                     found.append([source] if source is not None else everything)
             elif not node.table:
                 source = physical.get(node.name) or physical.get(node.name.lower())
+                if source is None and not self._scope_has_column(physical, node.name):
+                    source = self._outer_table(scope, node.name)  # a correlated `SELECT (SELECT t) FROM tickets t`
                 columns = self._table_columns(source.name) if source is not None else None
                 if source is not None and (columns is None or node.name.lower() not in columns):
                     found.append([source])
@@ -384,11 +423,18 @@ class _Checker:
                         f"reads {table.name!r}{'' if alias == table.name else f' (as {alias})'} without the "
                         f"required filter `{wanted}` ({where}): {_short(scope.expression.sql(self.dialect))}"
                     )
+        for table in self.in_tables:
+            if self._is_filtered_table(table.name, qualifiers, needed):
+                self.violations.append(
+                    f"reads {table.name!r} without the required filter `{wanted}` (`IN {table.sql(self.dialect)}` "
+                    f"reads the whole table; write `IN (SELECT ... WHERE {wanted})`)"
+                )
         for table in self._unscoped_tables():
             if self._is_filtered_table(table.name, qualifiers, needed):
                 self.violations.append(
-                    f"reads {table.name!r} without the required filter `{wanted}` (a PIVOT/UNPIVOT statement has no "
-                    f"WHERE; pivot a filtered subquery instead): {_short(table.parent.sql(self.dialect))}"
+                    f"reads {table.name!r} without the required filter `{wanted}` "
+                    f"({_article(_statement_kind(table.parent))} statement has no WHERE; give it a filtered subquery instead): "
+                    f"{_short(table.parent.sql(self.dialect))}"
                 )
 
     def _is_filtered_table(self, name: str, qualifiers: set[str], needed: set[str]) -> bool:
@@ -444,6 +490,134 @@ def _generates_values(call, qualifier: str, dialect: str) -> bool:
         return True
     name = function_name(call)
     return name in allowlist.allowed_functions(key) and not name.startswith(_CATALOGUE_FUNCTION_PREFIXES)
+
+
+def _scope_columns(scope) -> list[Any]:
+    """The columns a scope reads. sqlglot's ``scope.columns`` leaves out the unqualified columns of a HAVING or a
+    QUALIFY (they may name a SELECT alias there: ``HAVING max(email) LIKE 'a%'`` reads ``email`` all the same, so
+    such a column counts unless it is the name of one of the scope's SELECT expressions) and of a table function's
+    arguments in FROM (``FROM t, json_each(json_array(email))`` reads ``email`` of ``t``)."""
+    from sqlglot import exp
+
+    columns = list(scope.columns)
+    select = scope.expression
+    if not isinstance(select, exp.Select):
+        return columns
+    seen = {id(c) for c in columns}
+    aliases = {name.lower() for name in select.named_selects}
+    for key in ("having", "qualify"):
+        clause = select.args.get(key)
+        if clause is None:
+            continue
+        for column in clause.find_all(exp.Column):
+            if (id(column) not in seen and column.find_ancestor(exp.Select) is select
+                    and column.name.lower() not in aliases):
+                seen.add(id(column))
+                columns.append(column)
+    for table in select.find_all(exp.Table):
+        if not isinstance(table.this, exp.Func) or table.find_ancestor(exp.Select) is not select:
+            continue
+        for column in table.this.find_all(exp.Column):
+            if id(column) not in seen and column.find_ancestor(exp.Select) is select:
+                seen.add(id(column))
+                columns.append(column)
+    return columns
+
+
+def _sqlite_quoted_names(tree, dialect: str):
+    """SQLite reads a 'single-quoted' name before a dot as an identifier (``'tickets'.email``, ``'main'.'t'.email``),
+    which sqlglot keeps as a Dot of string literals, no Column: on a copy of the tree, such a chain becomes the Column
+    it names, and ``x IN 'vip'`` the table name of ``x IN vip``. Other dialects: the tree as it is (a Dot there is
+    a struct field)."""
+    from sqlglot import exp
+
+    from .sql.guard import dialect_key
+
+    try:
+        if dialect_key(dialect) != "sqlite":
+            return tree
+    except Exception:  # noqa: BLE001 - an unknown dialect: no SQLite syntax to read
+        return tree
+
+    def parts(node) -> list[Any] | None:
+        if isinstance(node, exp.Dot):
+            left, right = parts(node.this), parts(node.expression)
+            return None if left is None or right is None else left + right
+        if isinstance(node, exp.Literal) and node.is_string:
+            return [exp.to_identifier(node.this, quoted=True)]
+        if isinstance(node, (exp.Identifier, exp.Star)):
+            return [node.copy()]
+        if isinstance(node, exp.Column) and not node.table:
+            return [node.this.copy()]
+        return None
+
+    def rewrite(node):
+        if isinstance(node, exp.Dot):
+            names = parts(node)
+            if names is not None and 2 <= len(names) <= 3 and not any(isinstance(n, exp.Star) for n in names[:-1]):
+                keys = ("db", "table", "this")[-len(names):]
+                return exp.Column(**dict(zip(keys, names)))
+        if isinstance(node, exp.In) and isinstance(node.args.get("field"), exp.Literal) and node.args["field"].is_string:
+            node.set("field", exp.column(exp.to_identifier(node.args["field"].this, quoted=True)))
+        return node
+
+    if next(tree.find_all(exp.Dot, exp.In), None) is None:  # nothing to rewrite: no copy
+        return tree
+    return tree.copy().transform(rewrite)
+
+
+def _in_sources(tree, dialect: str) -> tuple[list[Any], list[Any]]:
+    """SQLite's ``x IN t`` / ``x IN main.t`` / ``x IN json_each(...)`` (no parentheses) reads a table or a table
+    function, which sqlglot keeps as the ``field`` of the IN node (a Column or a call), outside any scope: the tables
+    (as Table nodes) and the calls. In other dialects that field is a value (DuckDB's list column), never a table."""
+    from sqlglot import exp
+
+    from .sql.guard import dialect_key
+
+    try:
+        if dialect_key(dialect) != "sqlite":
+            return [], []
+    except Exception:  # noqa: BLE001 - an unknown dialect: no SQLite syntax to read
+        return [], []
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}  # `x IN c` of a CTE reads the CTE's scope
+    tables, calls = [], []
+    for node in tree.find_all(exp.In):
+        field = node.args.get("field")
+        if isinstance(field, exp.Column) and field.name and (field.table or field.name.lower() not in ctes):
+            tables.append(exp.Table(this=exp.to_identifier(field.name), db=field.args.get("table")))
+        elif isinstance(field, exp.Func):
+            calls.append(field)
+    return tables, calls
+
+
+def _statement_kind(node) -> str:
+    """PIVOT, UNPIVOT, SUMMARIZE, ...: the statement a table read outside any scope is the operand of."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Pivot):
+        return "UNPIVOT" if node.args.get("unpivot") else "PIVOT"
+    return node.key.upper() if node is not None else "table"
+
+
+def _article(word: str) -> str:
+    return f"{'an' if word[:1] in 'AEIOU' else 'a'} {word}"
+
+
+def _reads_every_column(node) -> bool:
+    """Does the statement a table is the operand of read every column of it without naming them? DuckDB's
+    ``SUMMARIZE t`` does (the min and max of each column), an ``UNPIVOT`` (it keeps the columns it does not
+    unpivot) and a ``PIVOT`` without GROUP BY (it groups by every column it does not pivot) do, and so does any
+    ``COLUMNS(*)`` or ``*`` among a PIVOT's ON columns; ``DESCRIBE t`` reads the column names only."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Summarize):
+        return True
+    if not isinstance(node, exp.Pivot):
+        return False
+    if node.args.get("unpivot") or not node.args.get("group"):  # an UNPIVOT keeps every column it does not unpivot
+        return True
+    return any(isinstance(e, (exp.Columns, exp.Star)) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+               for e in node.expressions)
 
 
 def _column_type():

@@ -83,7 +83,9 @@ def render_miss(record: dict[str, Any], *, verbose: bool) -> str:
     lines = [f"{record['id']}: {miss_reason(record)}"]
     if not verbose:
         return lines[0]
-    lines.append(f"  gold SQL:      {_one_line(record.get('gold'))}")
+    gold = "(expected rows)" if record.get("gold") is None and record.get("expected") is not None else \
+        _one_line(record.get("gold"))  # a case with `expected:` rows has no gold SQL
+    lines.append(f"  gold SQL:      {gold}")
     lines.append(f"  predicted SQL: {_one_line(record.get('predicted')) if record.get('predicted') is not None else '(none)'}")
     if record.get("soft_f1") is not None and record.get("valid"):
         lines.append(f"  soft_f1: {record['soft_f1']:.4f}")
