@@ -113,11 +113,14 @@ def check_policy(sql: str | None, policy: Policy | Mapping[str, Any], *, dialect
         return PolicyVerdict(False, (f"the prediction cannot be parsed ({dialect}): {_first_line(exc)}",))
     if len(trees) != 1:
         return PolicyVerdict(False, (f"the prediction must be one statement, not {len(trees)}",))
-    not_a_query = _not_a_query(trees[0])
+    tree = trees[0]
+    if isinstance(tree, sqlglot.exp.Pivot):  # DuckDB's PIVOT/UNPIVOT statement: a query, read as in a subquery
+        tree = sqlglot.exp.select("*").from_(sqlglot.exp.Subquery(this=tree))
+    not_a_query = _not_a_query(tree)
     if not_a_query:
         return PolicyVerdict(False, (f"the prediction is not a read-only query ({not_a_query}); a policy holds only "
                                      "for one SELECT",))
-    checker = _Checker(_sqlite_quoted_names(trees[0], dialect), policy, dialect, schema)
+    checker = _Checker(_sqlite_quoted_names(tree, dialect), policy, dialect, schema)
     violations = checker.run()
     return PolicyVerdict(not violations, tuple(violations))
 

@@ -251,3 +251,23 @@ def test_a_whole_row_of_an_outer_query_read_in_a_subquery_or_lateral_breaks_forb
                            "CREATE TABLE shops (id INTEGER, name TEXT, t TEXT);\n"
                            "INSERT INTO shops VALUES (1, 'A', 'tt'), (2, 'B', 'uu');\n"})
     result.assert_outcomes(passed=len(refused) + len(allowed))
+
+
+@pytest.mark.parametrize("statement", [
+    "PIVOT tickets ON tenant_id USING count(*)",
+    "UNPIVOT tickets ON hours INTO NAME k VALUE v",
+    "PIVOT tickets ON tenant_id USING count(*) GROUP BY id",
+    "PIVOT secrets ON a USING count(*) GROUP BY b",
+    "PIVOT (SELECT id, status FROM tickets WHERE tenant_id = 42) ON status USING count(*) GROUP BY id",
+])
+def test_a_top_level_pivot_is_checked_as_the_same_pivot_in_a_subquery(statement):
+    """The guard runs DuckDB's PIVOT/UNPIVOT statements as queries; the policy said "not a read-only query (it is
+    not a SELECT)" of them. It now reads one as `SELECT * FROM (<statement>)`, with the same verdict."""
+    from pytest_sqleval import check_policy_of
+
+    policy = {"tables": ["tickets"], "forbid_columns": ["customer_email"], "require_filter": "tenant_id = 42"}
+    top = check_policy_of(statement, policy, dialect="duckdb")
+    wrapped = check_policy_of(f"SELECT * FROM ({statement})", policy, dialect="duckdb")
+    assert (top.passed, top.violations) == (wrapped.passed, wrapped.violations)
+    assert not any("not a read-only query" in v for v in top.violations)
+    assert top.passed == statement.startswith("PIVOT (SELECT id, status")
