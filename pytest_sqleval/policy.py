@@ -211,15 +211,20 @@ class _Checker:
     def _check_tables(self) -> None:
 
         allowed = {t.lower() for t in self.policy.tables or ()}
+        default = _DEFAULT_SCHEMAS.get(_dialect_name(self.dialect))
         for table in self._all_tables() + self._unscoped_tables() + self.in_tables:
             if not table.name:  # a table function (generate_series(...)) reads no table
                 continue
-            qualified = ".".join(p for p in (table.db, table.name) if p).lower()
-            if table.name.lower() not in allowed and qualified not in allowed:
-                self.violations.append(
-                    f"reads table {table.name!r}, which the policy does not allow "
-                    f"(allowed: {', '.join(self.policy.tables) or 'none'})"
-                )
+            name, schema = table.name.lower(), table.db.lower()
+            # `t` allows `t` and `<default schema>.t`; `s.t` allows `s.t`, and `t` when s is the default schema:
+            # another schema's table of the same name is another table (PostgreSQL's `app.tickets`)
+            if f"{schema or default}.{name}" in allowed or (schema in ("", default) and name in allowed):
+                continue
+            self.violations.append(
+                f"reads table {table.name!r}{f' of schema {table.db!r}' if table.db else ''}, which the policy does "
+                "not allow "
+                f"(allowed: {', '.join(self.policy.tables) or 'none'})"
+            )
         self._check_table_functions(allowed)
 
     def _check_table_functions(self, allowed: set[str]) -> None:
@@ -493,6 +498,19 @@ def _generates_values(call, qualifier: str, dialect: str) -> bool:
         return True
     name = function_name(call)
     return name in allowlist.allowed_functions(key) and not name.startswith(_CATALOGUE_FUNCTION_PREFIXES)
+
+
+#: The schema an unqualified table name is read from, per dialect (PostgreSQL's default search_path).
+_DEFAULT_SCHEMAS = {"sqlite": "main", "duckdb": "main", "postgres": "public"}
+
+
+def _dialect_name(dialect: str) -> str:
+    from .sql.guard import dialect_key
+
+    try:
+        return dialect_key(dialect)
+    except Exception:  # noqa: BLE001 - an unknown dialect: no default schema
+        return str(dialect)
 
 
 def _scope_columns(scope) -> list[Any]:

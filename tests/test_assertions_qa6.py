@@ -271,3 +271,51 @@ def test_a_top_level_pivot_is_checked_as_the_same_pivot_in_a_subquery(statement)
     assert (top.passed, top.violations) == (wrapped.passed, wrapped.violations)
     assert not any("not a read-only query" in v for v in top.violations)
     assert top.passed == statement.startswith("PIVOT (SELECT id, status")
+
+
+def test_tables_allows_a_name_in_the_default_schema_only(postgres_url):
+    """`tables: [tickets]` passed `SELECT * FROM app.tickets`, another table on PostgreSQL (here with other rows), and
+    `tables: [public.tickets]` refused a plain `FROM tickets`, which reads public.tickets. A bare name now allows the
+    name and the default schema's (public; main on SQLite and DuckDB); `schema.table` allows that table, written
+    with or without its default schema."""
+    import uuid
+
+    import sqlalchemy
+
+    from pytest_sqleval import check_policy_of
+
+    schema = f"app_{uuid.uuid4().hex[:8]}"
+    table = f"tickets_{uuid.uuid4().hex[:8]}"
+    engine = sqlalchemy.create_engine(postgres_url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+            conn.exec_driver_sql(f"CREATE TABLE public.{table} (id int); INSERT INTO public.{table} VALUES (1)")
+            conn.exec_driver_sql(f"CREATE TABLE {schema}.{table} (id int); INSERT INTO {schema}.{table} VALUES (2)")
+        with engine.connect() as conn:  # two tables of one name: what the policy must tell apart
+            assert conn.exec_driver_sql(f"SELECT id FROM {table}").all() == [(1,)]
+            assert conn.exec_driver_sql(f"SELECT id FROM {schema}.{table}").all() == [(2,)]
+        verdicts = {(sql, allowed): check_policy_of(sql, {"tables": [allowed]}, dialect="postgres").passed
+                    for sql in (f"SELECT id FROM {table}", f"SELECT id FROM public.{table}",
+                                f"SELECT id FROM {schema}.{table}")
+                    for allowed in (table, f"public.{table}", f"{schema}.{table}")}
+        assert verdicts == {
+            (f"SELECT id FROM {table}", table): True,
+            (f"SELECT id FROM {table}", f"public.{table}"): True,
+            (f"SELECT id FROM {table}", f"{schema}.{table}"): False,
+            (f"SELECT id FROM public.{table}", table): True,
+            (f"SELECT id FROM public.{table}", f"public.{table}"): True,
+            (f"SELECT id FROM public.{table}", f"{schema}.{table}"): False,
+            (f"SELECT id FROM {schema}.{table}", table): False,
+            (f"SELECT id FROM {schema}.{table}", f"public.{table}"): False,
+            (f"SELECT id FROM {schema}.{table}", f"{schema}.{table}"): True,
+        }
+        refused = check_policy_of(f"SELECT id FROM {schema}.{table}", {"tables": [table]}, dialect="postgres")
+        assert refused.violations == (f"reads table {table!r} of schema {schema!r}, which the policy does not allow "
+                                      f"(allowed: {table})",)
+        assert check_policy_of("SELECT id FROM main.t", {"tables": ["t"]}, dialect="sqlite").passed
+        assert not check_policy_of("SELECT id FROM temp.t", {"tables": ["t"]}, dialect="sqlite").passed
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE; DROP TABLE public.{table}")
+        engine.dispose()
