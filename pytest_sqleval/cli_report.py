@@ -77,7 +77,8 @@ def load_report(path: str | Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise ReportInputError(f"{path}: no such file (write one with pytest --sqleval-json {path})") from None
     except OSError as exc:
-        raise ReportInputError(f"{path}: cannot read it: {exc}") from None
+        raise ReportInputError(f"{path}: cannot read it: {exc.strerror or exc}\n  fix: pass the report file itself (the "
+                               "JSON written by pytest --sqleval-json or sqleval merge)") from None
     except ReportBytesError as exc:
         raise ReportInputError(f"{path}: the report {exc}") from None
     try:

@@ -322,17 +322,26 @@ def merge_reports(sources: Sequence[tuple[str, Mapping[str, Any]]], *, baseline:
 
     if not sources:
         raise MergeError("sqleval merge", "no reports to merge", "name two or more report files")
+    _check_same_metrics(sources)
     warnings = _shard_warnings(sources)
     seen: dict[tuple[str, str], str] = {}
     cases: list[dict[str, Any]] = []
     templates: dict[str, Mapping[str, Any]] = {}
     thresholds: dict[str, list[Threshold]] = {}
+    template_source: dict[str, str] = {}
     for path, report in sources:
         for entry in report["suites"]:
             first = templates.setdefault(entry["name"], entry)
+            first_path = template_source.setdefault(entry["name"], path)
             if first.get("path") != entry.get("path"):
                 raise MergeError(path, f"suite {entry['name']} comes from {entry.get('path')} here and from "
                                        f"{first.get('path')} in another report", "give every suite a unique `suite:` name")
+            for rule in SCORING_RULES:  # one figure of a suite scored two ways is no unsharded run's
+                if entry.get(rule) != first.get(rule):
+                    here, there = _rule_difference(rule, entry.get(rule), first.get(rule))
+                    raise MergeError(path, f"suite {entry['name']} was scored with {here} here and {there} in "
+                                           f"{first_path}", "run every shard on the same suite files and options, "
+                                                            "then merge their reports")
             thresholds[entry["name"]] = merge(thresholds.get(entry["name"], []), suite_thresholds(entry))
         for case in report["cases"]:
             key = (case["suite"], str(case["id"]))
@@ -372,6 +381,39 @@ def merge_reports(sources: Sequence[tuple[str, Mapping[str, Any]]], *, baseline:
     if recorded:
         report["metric_definitions"] = recorded
     return complete_report(report, options, baseline=baseline, baseline_path=baseline_path)
+
+
+def _check_same_metrics(sources: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Every report registered the same metrics of its own, alike (``metric_definitions``): a shard run without the
+    conftest.py that registers one would leave the merged figure of that metric over the other shards' cases."""
+    first_path, first = sources[0][0], sources[0][1].get("metric_definitions") or {}
+    fix = "run every shard with the same conftest.py files and plugins, then merge their reports"
+    for path, report in sources[1:]:
+        mine = report.get("metric_definitions") or {}
+        for name in [*first, *(n for n in mine if n not in first)]:
+            if name not in mine or name not in first:
+                has, lacks = (first_path, path) if name in first else (path, first_path)
+                raise MergeError(path, f"metric {name} is registered in {has} and not in {lacks}", fix)
+            if mine[name] != first[name]:
+                keys = sorted(k for k in set(mine[name]) | set(first[name]) if mine[name].get(k) != first[name].get(k))
+                differences = ", ".join(f"{k} {mine[name].get(k)!r} here and {first[name].get(k)!r}" for k in keys)
+                raise MergeError(path, f"metric {name} is registered otherwise than in {first_path}: {differences}", fix)
+
+
+#: The keys of a suite entry that say how its cases were scored: shards of one suite must agree on them.
+SCORING_RULES = ("execution", "exact_match_profile", "pass_if")
+
+
+def _rule_difference(rule: str, here: Any, there: Any) -> tuple[str, str]:
+    """How two reports' scoring rules of one suite differ: ``execution profile 'bird'`` against ``... 'sqleval'``
+    (the options of a comparison profile that differ), or the whole values."""
+    if isinstance(here, Mapping) and isinstance(there, Mapping):
+        keys = [k for k in sorted(set(here) | set(there), key=lambda k: (k != "profile", str(k)))
+                if here.get(k) != there.get(k)]
+        keys = ["profile"] if "profile" in keys else keys  # another profile: its options differ by design
+        return (", ".join(f"{rule} {k} {here.get(k)!r}" for k in keys),
+                ", ".join(f"{rule} {k} {there.get(k)!r}" for k in keys))
+    return f"{rule} {here!r}", f"{rule} {there!r}"
 
 
 def _shard_warnings(sources: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:

@@ -196,6 +196,7 @@ def _suite(report: dict[str, Any], suite: dict[str, Any]) -> dict[str, Any]:
 def _cases(report: dict[str, Any]) -> list[dict[str, Any]]:
     regressed = view.regressed_ids(report)
     in_baseline = view.baseline_passed(report)
+    error_paired = view.error_paired_ids(report)
     has_baseline = view.baseline(report) is not None
     rows = []
     for case in report.get("cases", []):
@@ -205,6 +206,8 @@ def _cases(report: dict[str, Any]) -> list[dict[str, Any]]:
             base = None
         elif key in in_baseline:
             base = "passed" if in_baseline[key] else "missed"
+        elif key in error_paired:  # in the baseline too: an error there, or one now (then not compared)
+            base = "error" if case.get("outcome") != "error" else "not compared"
         else:
             base = "new"
         mismatch = case.get("mismatch") if isinstance(case.get("mismatch"), dict) else None

@@ -43,11 +43,14 @@ def cell(value: Any) -> str:
 
 
 def code(value: Any, limit: int = SQL_LIMIT) -> str:
-    """Inline code that survives backticks, pipes and angle brackets (an HTML <code> element)."""
+    """Inline code that survives backticks, pipes and angle brackets (an HTML <code> element). GitHub parses
+    Markdown inside raw HTML elements, so its inline syntax (a backtick would open a code span that swallows the
+    closing tag; emphasis, links) is written as character references, which always read as the characters."""
     text = printable(" ".join(str(value).split()))
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return "<code>" + html.escape(text, quote=False).replace("|", "&#124;") + "</code>"
+    text = _INLINE_SYNTAX.sub(lambda m: f"&#{ord(m.group(0))};", html.escape(text, quote=False))
+    return "<code>" + text.replace("|", "&#124;") + "</code>"
 
 
 def render_markdown(report: dict[str, Any], *, max_chars: int = MAX_CHARS) -> str:

@@ -236,6 +236,14 @@ def regressed_ids(report: dict[str, Any]) -> set[tuple[str, str]]:
     return found
 
 
+def error_paired_ids(report: dict[str, Any]) -> set[tuple[str, str]]:
+    """(suite, case id) of every case in both runs that is an error in one of them (``pairs_with_errors``: in the
+    baseline, but compared in neither direction)."""
+    block = baseline(report)
+    return {(suite.get("name"), case_id) for suite in (block or {}).get("suites", []) or []
+            for case_id in suite.get("pairs_with_errors") or []}
+
+
 def baseline_passed(report: dict[str, Any]) -> dict[tuple[str, str], bool]:
     """Whether each paired case passed in the baseline (read from the pairs; cases new in this run are absent)."""
     found: dict[tuple[str, str], bool] = {}
