@@ -194,8 +194,12 @@ def _threshold_gate(suite: str, threshold: Threshold, verdict) -> dict[str, Any]
 
 def _max_regressed_gate(overall: Mapping[str, Any], limit: int) -> dict[str, Any]:
     regressed = overall["pairs"]["regressed"]
-    passed = len(regressed) <= limit
-    if passed:
+    paired = sum(len(overall["pairs"].get(k) or ()) for k in ("fixed", "regressed", "still_missed", "still_passed"))
+    passed = len(regressed) <= limit and paired > 0
+    if not paired:  # no figure to gate on is no pass (a baseline of other suites or case ids, or of none)
+        message = ("FAIL no case was scored in both this run and the baseline (0 pairs): nothing to count "
+                   "regressions in; pass the deployed model's report of the same suites as --sqleval-baseline")
+    elif passed:
         message = f"PASS {len(regressed)} regressed case(s) (passed in the baseline, missed now) <= {limit} allowed"
     else:
         shown = ", ".join(regressed[:10]) + (f" (and {len(regressed) - 10} more)" if len(regressed) > 10 else "")

@@ -161,3 +161,17 @@ def test_sqleval_report_on_a_folder_names_the_file_and_the_fix(tmp_path, capsys)
     assert f"{folder}: cannot read it: Is a directory" in err and "[Errno" not in err
     assert "fix: pass the report file itself" in err
     assert not (tmp_path / "out.md").exists()
+
+
+def test_max_regressed_fails_when_the_baseline_pairs_with_no_case():
+    """A baseline of zero cases (or of other case ids) passed `--sqleval-max-regressed 0` as "0 regressed": no pair
+    is no figure, and a gate does not pass for want of one."""
+    from pytest_sqleval.deploygate import _max_regressed_gate
+
+    empty = {"pairs": {"fixed": [], "regressed": [], "still_missed": [], "still_passed": [], "new": ["s::a"],
+                       "removed": []}}
+    gate = _max_regressed_gate(empty, 0)
+    assert gate["passed"] is False and gate["value"] == 0
+    assert gate["message"].startswith("FAIL no case was scored in both this run and the baseline (0 pairs)")
+    one = dict(empty, pairs=dict(empty["pairs"], still_missed=["s::b"]))
+    assert _max_regressed_gate(one, 0)["passed"] is True

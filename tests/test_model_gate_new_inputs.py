@@ -352,7 +352,10 @@ def test_a_baseline_of_other_suites_or_other_metrics_says_so(pytester):
         "suite elsewhere of the baseline is not in this run: its cases count as removed"]
     assert report["baseline"]["overall"]["counts"]["new"] == 6 and report["baseline"]["overall"]["counts"]["removed"] == 6
     gates = {g["name"]: g for g in report["gates"]}
-    assert gates["overall::max_regressed"]["passed"] is True
+    # no pair to count regressions in is no pass, as for the metric rule below
+    assert gates["overall::max_regressed"]["passed"] is False
+    assert gates["overall::max_regressed"]["message"].startswith("FAIL no case was scored in both this run and the "
+                                                                 "baseline (0 pairs)")
     assert gates["overall::execution_accuracy vs baseline"]["message"] == (
         "FAIL execution_accuracy vs baseline: no suite has it in both runs")
     assert result.ret == 1
