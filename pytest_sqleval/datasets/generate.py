@@ -279,7 +279,7 @@ class GenerationReport:
         return {name: counts[name] for name in FILTERS}
 
     def as_json(self) -> dict[str, Any]:
-        from .stats import CLAUSES, query_facts
+        from .stats import CLAUSES
 
         return {
             "format": FORMAT,
@@ -294,7 +294,9 @@ class GenerationReport:
             "dropped": self.dropped(),
             "drops": [asdict(d) for d in self.drops],
             "difficulty": dict(Counter(k.difficulty or "unclassified" for k in self.kept)),
-            "clauses": {c: n for c, n in sorted(Counter(c for k in self.kept for c in query_facts(k.sql).clauses).items(),
+            # the clause tags of the kept queries, read in the database's dialect when they were screened
+            "clauses": {c: n for c, n in sorted(Counter(CLAUSE_TYPES[t] for k in self.kept for t in k.tags
+                                                        if t in CLAUSE_TYPES).items(),
                                                 key=lambda item: CLAUSES.index(item[0]))},  # not set order
             "model_calls": self.calls,
             "cache_hits": self.cache_hits,
@@ -322,19 +324,24 @@ SQL_KEYS = ("sql", "sql_query", "query")
 def proposed_queries(answer: Any) -> list[tuple[str, Any]] | None:
     """The (SQL, reasoning) pairs of a model's JSON answer to the SQL prompt: a list of objects (the SQL under one of
     :data:`SQL_KEYS`) or of SQL texts, one such object, or either wrapped in an object holding one list
-    (``{"queries": [...]}``, as a JSON-mode answer must be). None when the answer holds no JSON list or object."""
+    (``{"queries": [...]}``, as a JSON-mode answer must be); an item that is neither is proposed as its JSON text (an
+    ``unparsable`` drop). None when the answer holds no JSON list or object, or a list without one object or text."""
     items = answer
     if isinstance(items, dict):
         lists = [value for value in items.values() if isinstance(value, list)]
         items = lists[0] if len(lists) == 1 and not any(key in items for key in SQL_KEYS) else [items]
     if not isinstance(items, list):
         return None
+    if items and not any(isinstance(item, (dict, str)) for item in items):
+        return None  # `[1]` of the reasoning's prose, `[[...]]`: no list of queries
     pairs: list[tuple[str, Any]] = []
     for item in items:
         if isinstance(item, dict):
             pairs.append((str(next((item[key] for key in SQL_KEYS if item.get(key)), "")), item.get("reasoning")))
         elif isinstance(item, str):
             pairs.append((item, None))
+        else:  # a number, null, a nested list among the queries: proposed, and dropped as `unparsable` naming it
+            pairs.append((json.dumps(item, ensure_ascii=False), None))
     return pairs
 
 
@@ -710,9 +717,10 @@ def _answer_key(data: dict, name: str) -> Any:
 def _plain_question(answer: str) -> str | None:
     """The question of an answer that is not JSON: the text after its last ``Question:`` label, else the answer
     if it is one line (several lines without a label are reasoning and question mixed: no question)."""
-    labelled = re.findall(r"^\W*question\W*:\s*(.+)$", answer, flags=re.IGNORECASE | re.MULTILINE)
+    # the label's own emphasis (`**Question:**`, `**Question**:`) is no part of the question
+    labelled = re.findall(r"^\W*?([*_]*)question\1?[^\w\n]*?:\s*\1?\s*(.+)$", answer, flags=re.IGNORECASE | re.MULTILINE)
     if labelled:
-        return _unquoted(labelled[-1])
+        return _unquoted(labelled[-1][1])
     lines = [line for line in answer.strip().splitlines() if line.strip()]
     return _unquoted(lines[0]) if len(lines) == 1 else None
 
@@ -724,11 +732,25 @@ QUOTES = (('"', '"'), ("'", "'"), ("\u201c", "\u201d"), ("\u00ab", "\u00bb"), ("
 def _unquoted(text: str) -> str:
     """The text without markdown emphasis and one pair of quotation marks around it (`**"Which parts?"**`); a
     quotation mark inside (`"Hamlet" is by whom?`) is the question's."""
-    text = text.strip().strip("*_").strip()
+    text = _without_emphasis(text.strip())
     for opening, closing in QUOTES:
         if len(text) >= 2 and text.startswith(opening) and text.endswith(closing) \
                 and opening not in text[1:-1] and closing not in text[1:-1]:
             return text[1:-1].strip()
+    return text
+
+
+def _without_emphasis(text: str) -> str:
+    """The text without the markdown emphasis around all of it (`**...**`, `*...*`, `__...__`): a mark that opens or
+    closes a word inside (`*Which* parts?`, `__init__ files?`) is the question's."""
+    changed = True
+    while changed:
+        changed = False
+        for mark in ("**", "__", "*", "_"):
+            inner = text[len(mark):-len(mark)]
+            if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark) and mark not in inner:
+                text, changed = inner.strip(), True
+                break
     return text
 
 
@@ -737,11 +759,30 @@ def _agreement(answer: str) -> bool | None:
     agree = _answer_key(data, "agree") if isinstance(data, dict) else None  # `"Agree": true` too
     if isinstance(agree, bool):
         return agree
-    if isinstance(agree, str):  # `"agree": "yes"`, `"agree": "false"`
-        return {"yes": True, "true": True, "no": False, "false": False}.get(agree.strip().lower())
+    if isinstance(agree, str):  # `"agree": "yes"`, `"agree": "false"`, `"agree": "No, it counts every part."`
+        word = re.match(r"\W*(yes|no|true|false)\b", agree, flags=re.IGNORECASE)
+        return None if word is None else word.group(1).lower() in ("yes", "true")
     # the first word, past markdown (`**Yes**`): "Not sure" or "Nothing ..." is no "no"
     word = re.match(r"\W*(yes|no)\b", answer, flags=re.IGNORECASE)
     return None if word is None else word.group(1).lower() == "yes"
+
+
+def _file_url_from(url: str, folder: Path) -> str:
+    """A ``sqlite:///`` or ``duckdb:///`` URL with a relative file path (opened from the working directory) as the
+    suite in ``folder`` must write it: the loader reads that path relative to the suite file. Any other URL, and
+    one with a ``${VAR}`` (expanded when the suite runs), as given."""
+    from urllib.parse import quote, unquote
+
+    if not url.startswith(("sqlite:///", "duckdb:///")) or "${" in url:
+        return url
+    prefix, rest = url.split(":///", 1)
+    file_part, separator, query = rest.partition("?")
+    path = Path(unquote(file_part))
+    if not file_part or file_part == ":memory:" or file_part.startswith("file:") or path.is_absolute():
+        return url
+    target, start = path.resolve(), folder.resolve()
+    written = str(target) if os.path.commonpath([target, start]) == os.path.sep else os.path.relpath(target, start)
+    return f"{prefix}:///{quote(written, safe='/')}{separator}{query}"
 
 
 def _report_path(output: Path, report_path: str | Path | None) -> Path:
@@ -765,7 +806,7 @@ def _suite_document(name: str, database: str, output: Path, report: GenerationRe
     import os
 
     if "://" in database:
-        db_ref = database
+        db_ref = _file_url_from(database, output.parent)
     else:
         target, start = Path(database).resolve(), output.parent.resolve()
         db_ref = str(target) if os.path.commonpath([target, start]) == os.path.sep else os.path.relpath(target, start)

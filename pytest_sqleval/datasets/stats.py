@@ -12,7 +12,7 @@ gold SQL, never from regular expressions over SQL text:
   a CTE (WITH), a window function, CASE (and IIF/IF), DISTINCT (SELECT DISTINCT or an aggregate's DISTINCT);
 - tables per query (distinct table names, CTE names excepted), columns per query (distinct columns: a
   qualifier resolved to its table, so ``T1.name`` and ``T2.name`` of two tables are two),
-  SQL length in sqlglot tokens, question length in words;
+  SQL length in sqlglot tokens (a final ``;`` is none), question length in words;
 - exact duplicate questions and gold SQL (MRO 2.4.2: identical after lower-casing; a question's white space
   counts as one space), near-duplicate questions
   (nearest neighbour at or above a similarity threshold, exact duplicates excepted);
@@ -124,8 +124,11 @@ class _LooseSuite:
 
 def _suite_without_database(path: Path, error) -> _LooseSuite:
     """The cases of a suite whose database file is missing: gold, question, difficulty and `schema:`."""
+    from ..errors import SuiteError
+    from ..load_context import LoadContext
     from ..loader import _stem
     from ..suite import SchemaSource
+    from ..suite_options import _dialect
     from ..yaml_lines import read_yaml
 
     data = read_yaml(path)  # as the loader read it (NEL, U+2028 and U+2029 in a gold are text)
@@ -149,6 +152,14 @@ def _suite_without_database(path: Path, error) -> _LooseSuite:
         raise StatsError(f"{path}: `{key}:` of {case_id!r} must be text, not {type(value).__name__}; fix: quote it, "
                          f"`{key}: \"...\"` (YAML reads an unquoted yes/no as true/false)")
 
+    def difficulty_of(mapping, case_id):
+        """As the loader reads `difficulty:`: without the white space around it, a level in any case (`Hard`) that
+        level's bucket."""
+        from ..suite import difficulty_bucket
+
+        value = text_of(mapping, "difficulty", case_id)
+        return difficulty_bucket(value.strip()) if value is not None and value.strip() else None
+
     suite_schema = schema_of(data.get("schema"), None)
     cases = []
     for entry in data.get("cases") or []:
@@ -159,17 +170,45 @@ def _suite_without_database(path: Path, error) -> _LooseSuite:
                 if isinstance(gold_of(turn.get("gold")), str):
                     case_id = f"{entry['id']}/{number}"
                     cases.append(_LooseCase(case_id, gold_of(turn["gold"]), text_of(turn, "question", case_id),
-                                            text_of(entry, "difficulty", case_id), schema))
+                                            difficulty_of(entry, case_id), schema))
         elif isinstance(gold_of(entry.get("gold")), str):
             case_id = str(entry["id"])
             cases.append(_LooseCase(case_id, gold_of(entry["gold"]), text_of(entry, "question", case_id),
-                                    text_of(entry, "difficulty", case_id), schema))
-    return _LooseSuite(str(data.get("suite") or _stem(path)), path, cases, data.get("dialect"),
+                                    difficulty_of(entry, case_id), schema))
+    try:  # `dialect:` checked as the loader checks it (sqlglot would stop the statistics with a traceback)
+        dialect = _dialect(LoadContext(path), data.get("dialect"), getattr(data, "key_lines", {}).get("dialect"))
+    except SuiteError as exc:
+        raise StatsError(exc.render()) from None
+    return _LooseSuite(str(data.get("suite") or _stem(path)), path, cases,
+                       dialect or _database_dialect(data.get("database", data.get("databases"))),
                        str(data.get("difficulty", "spider")), error.message)
+
+
+def _database_dialect(value) -> str | None:
+    """The sqlglot dialect of a suite's `database:` (or the first of its `databases:`) as the loader reads it, without
+    opening it: a path is DuckDB by its suffix (`shop.duckdb`), else SQLite; a URL (or a mapping's `url:`) by its
+    backend. None when it says nothing (the SQLite reading, as without a database)."""
+    from ..database_specs import DUCKDB_SUFFIXES
+    from ..execution.runner import sqlglot_dialect
+    from ..suite import url_facts
+
+    if isinstance(value, list):
+        value = value[0] if value else None
+    url = value.get("url") if isinstance(value, dict) else value
+    if not isinstance(url, str) or not url.strip():
+        return None
+    url = url.strip()
+    if "://" not in url:
+        return "duckdb" if Path(url).suffix.lower() in DUCKDB_SUFFIXES else None
+    try:
+        return sqlglot_dialect(url_facts(url)[0])
+    except Exception:  # noqa: BLE001 - an unreadable URL (an unset ${VAR} in it) only loses the dialect
+        return None
 
 
 def entries_of(suites: Sequence[Any]) -> list[Entry]:
     """One entry per case (a turn of an interaction is a case), with its difficulty label or class."""
+    from ..errors import SuiteError
     from ..metrics.hardness import difficulty_label
 
     entries = []
@@ -180,7 +219,10 @@ def entries_of(suites: Sequence[Any]) -> list[Entry]:
                 continue
             level = case.difficulty
             if level is None:
-                schema = _schema_for(case, schemas)
+                try:
+                    schema = _schema_for(case, schemas)
+                except SuiteError as exc:  # the `schema:` of a suite read without its database: not checked yet
+                    raise StatsError(f"{getattr(suite, 'path', suite.name)}: {exc.render()}") from None
                 level, _source = difficulty_label(case.gold, schema, dialect=suite.dialect or _dialect(case),
                                                   classifier=suite.difficulty_classifier)
             entries.append(Entry(suite.name, case.id, case.gold, case.question, level or "unclassified",
@@ -241,9 +283,9 @@ def query_facts(sql: str, dialect: str = "sqlite") -> QueryFacts:
     from sqlglot.errors import SqlglotError
 
     try:
-        tokens = len(sqlglot.tokenize(sql, read=dialect))
+        tokens = len(_without_final_semicolons(sqlglot.tokenize(sql, read=dialect)))
     except SqlglotError:
-        tokens = len(sql.split())
+        tokens = len(sql.rstrip().rstrip(";").split())
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except (SqlglotError, RecursionError, ValueError):
@@ -284,6 +326,17 @@ def query_facts(sql: str, dialect: str = "sqlite") -> QueryFacts:
     tables = {t.name.lower() for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in cte_names}
     return QueryFacts(True, frozenset(found), joins, len(tables), len(_distinct_columns(tree, cte_names)), tokens,
                       frozenset(tables))
+
+
+def _without_final_semicolons(tokens: list) -> list:
+    """The tokens of the query without the ``;`` that ends it: ``SELECT a FROM t;`` and ``SELECT a FROM t`` are one
+    gold SQL (as distinct gold SQL counts them), of one length."""
+    from sqlglot.tokens import TokenType
+
+    end = len(tokens)
+    while end and tokens[end - 1].token_type == TokenType.SEMICOLON:
+        end -= 1
+    return tokens[:end]
 
 
 def _distinct_columns(tree, cte_names: set[str]) -> set[tuple[str, str]]:

@@ -226,4 +226,10 @@ def _value(value: Any) -> str:
         # a line break inside a value would split its row over lines (one row per line is the layout)
         text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
         return "'" + text.replace("'", "''") + "'"
-    return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):  # a BLOB as a SQL blob literal, cut as long text is
+        data = bytes(value)
+        return "X'" + data[:16].hex().upper() + ("..." if len(data) > 16 else "") + "'"
+    import numbers
+
+    text = str(value)  # a JSON document, a DuckDB list or struct: cut as text is (a number never: its magnitude)
+    return text if isinstance(value, numbers.Number) or len(text) <= 40 else text[:37] + "..."
