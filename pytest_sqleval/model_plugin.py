@@ -150,19 +150,30 @@ def resolve_model_settings(config: pytest.Config):
     if cache_mode not in CACHE_MODES:
         raise pytest.UsageError(f"ini option sqleval_cache_mode: {cache_mode!r} is not one of {', '.join(CACHE_MODES)}")
     rootdir = Path(config.rootpath)
-    cache_dir = option.sqleval_cache or ini("sqleval_cache")
+
+    def ini_path(name: str) -> str | None:  # `~` and `$VARS` expanded, as sqleval_json's (an unset one: an error)
+        from .settings import SettingsError, _ini_output_path
+
+        try:
+            return _ini_output_path(ini(name), name)
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    cache_dir = os.path.expanduser(option.sqleval_cache) if option.sqleval_cache else ini_path("sqleval_cache")
     cache_path = (Path(cache_dir) if cache_dir else rootdir / ".sqleval_cache")
     if not cache_path.is_absolute():
         base = Path(config.invocation_params.dir) if option.sqleval_cache else rootdir
         cache_path = base / cache_path
     prompt = None
-    prompt_file = option.sqleval_prompt or ini("sqleval_prompt")
+    prompt_file = option.sqleval_prompt or ini_path("sqleval_prompt")
     if prompt_file:
         path = Path(prompt_file)
         if not path.is_absolute():
             path = (Path(config.invocation_params.dir) if option.sqleval_prompt else rootdir) / path
+        # named as the user set it: an ini file's value is no option of the command line, and is read from the rootdir
+        given = f"--sqleval-prompt {prompt_file}" if option.sqleval_prompt else f"ini option sqleval_prompt {prompt_file}"
         if not path.is_file():
-            raise pytest.UsageError(f"--sqleval-prompt {prompt_file}: file not found")
+            raise pytest.UsageError(f"{given}: file not found ({path})")
         from .errors import SuiteError
         from .model.prompt import PromptTemplate, TemplateProblem
 
@@ -172,8 +183,8 @@ def resolve_model_settings(config: pytest.Config):
         except SuiteError as exc:
             raise pytest.UsageError(exc.render()) from None
         except TemplateProblem as exc:
-            raise pytest.UsageError(f"--sqleval-prompt {prompt_file}: bad prompt template: {exc}\n  fix: {exc.fix}") from None
-    save = option.sqleval_save_predictions or ini("sqleval_save_predictions")
+            raise pytest.UsageError(f"{given}: bad prompt template: {exc}\n  fix: {exc.fix}") from None
+    save = option.sqleval_save_predictions or ini_path("sqleval_save_predictions")
     from .settings import from_invocation_dir
     return ModelSettings(
         cli=cli, ini=from_ini,
@@ -230,8 +241,9 @@ def pytest_configure_node(node) -> None:
 def _load_predictor(config: pytest.Config, spec: str):
     from .model.predictors import PredictorSpecError, load_callable
 
+    option = "--sqleval-predictor" if config.option.sqleval_predictor else "ini option sqleval_predictor"
     try:
-        return load_callable(spec, search=[Path(config.invocation_params.dir), Path(config.rootpath)])
+        return load_callable(spec, search=[Path(config.invocation_params.dir), Path(config.rootpath)], option=option)
     except PredictorSpecError as exc:
         raise pytest.UsageError(f"{exc}\n  fix: give an importable module:function (the module's directory must be on "
                                 "sys.path, e.g. the rootdir)") from None

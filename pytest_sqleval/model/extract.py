@@ -4,8 +4,9 @@ Modes (suite key ``extract:``):
 
 - ``auto`` (default): the last fenced code block (```` ```sql ... ``` ````; the last query among several blocks of SQL,
   not a ``CREATE INDEX`` suggested after it; an unclosed final fence counts; the
-  query before a fence the answer closes but never opened, the prompt having opened it: see ``_prefilled_block``);
-  else the SQL section of an answer in labelled sections (LangChain's ``SQLQuery: ...``/``SQLResult: ...``/
+  query before a fence the answer closes but never opened, the prompt having opened it: see ``_prefilled_block``;
+  when no block holds SQL, the text outside the blocks); else the last query in XML-style tags (``<sql>...</sql>``,
+  step ``tagged``); else the SQL section of an answer in labelled sections (LangChain's ``SQLQuery: ...``/``SQLResult: ...``/
   ``Answer: ...``: see ``_labelled_section``); else a leading label (``SQL:``, ``Query:``, ``Answer:``) removed; else leading prose lines removed up to the
   first line that starts a SQL statement (and trailing prose after a blank line dropped); else the text.
   A leading ``<think>...</think>`` block (a reasoning model's drafts) is skipped in ``auto`` and ``fenced``.
@@ -72,7 +73,7 @@ class Extraction:
 
     sql: str | None
     mode: str
-    step: str  # fenced | label | prose | text | json | inline | none
+    step: str  # fenced | tagged | label | prose | text | json | inline | none
     error_kind: str | None = None
     message: str | None = None
 
@@ -102,7 +103,13 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     if fenced is None:
         fenced = last_fenced_block(text)
     if fenced is not None:
-        return _checked(fenced, text, mode, "fenced")
+        found = _checked(fenced, text, mode, "fenced")
+        if found.sql is None and mode == "auto" and not looks_like_sql(fenced):  # no block holds SQL (example
+            # output in a fence after a plain query): the other steps read the text outside the blocks
+            outside = _outside_fences(text)
+            if outside is not None:
+                return outside
+        return found
     if _FENCE.search(text) is not None:  # ```sql then ``` with nothing between: the model sent an empty block
         empty = Extraction(None, mode, "fenced", "no_prediction",
                            f"the model's answer has an empty code block: {preview(text)}")
@@ -113,6 +120,9 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     if mode == "fenced":
         return Extraction(None, mode, "none", "no_sql", f"no fenced code block in the model's answer: {preview(text)}")
     stripped = text.strip()
+    tagged = _tagged_block(stripped)  # "<sql>SELECT ...</sql>", as prompts that ask for XML tags get it
+    if tagged is not None:
+        return _checked(tagged, text, mode, "tagged")
     sectioned = _labelled_section(stripped)  # LangChain's "SQLQuery: ...\nSQLResult: ...\nAnswer: ..."
     if sectioned is not None:
         return _checked(sectioned, text, mode, "label")
@@ -257,6 +267,31 @@ def _prefilled_block(text: str) -> str | None:
         return None
     found = extract_sql(head, "auto")
     return found.sql if found.sql is not None and _rank(found.sql) == 2 else None
+
+
+#: A query in XML-style tags (``<sql>...</sql>``; also ``<query>``, ``<sql_query>``, ``<answer>``, any case), as a model
+#: asked to put its SQL in tags writes it; an unclosed final tag (an answer cut off) counts.
+_TAGGED = re.compile(r"<(sql|sql_query|sqlquery|query|answer)>(.*?)(?:</\1[ \t]*>|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def _tagged_block(text: str) -> str | None:
+    """The query of the last tagged block that starts like SQL (the last query among several), or None; only in an
+    answer that does not itself start like SQL (a string literal holding ``<sql>`` inside a query is no tag)."""
+    if looks_like_sql(text) and not _introduces(text.split("\n", 1)[0]):
+        return None
+    statements = [body for body in (m.group(2).strip() for m in _TAGGED.finditer(text)) if looks_like_sql(body)]
+    if not statements:
+        return None
+    return next((body for body in reversed(statements) if _rank(body) == 2), statements[-1])
+
+
+def _outside_fences(text: str) -> Extraction | None:
+    """The SQL the ``auto`` steps find in ``text`` with its fenced blocks left out (each an empty line), or None."""
+    rest = _FENCE.sub("\n\n", text)
+    if not rest.strip() or _FENCE.search(rest) is not None:
+        return None
+    found = extract_sql(rest, "auto")
+    return found if found.sql is not None else None
 
 
 def last_fenced_block(text: str) -> str | None:

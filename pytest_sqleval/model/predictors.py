@@ -304,38 +304,40 @@ class PredictorSpecError(ValueError):
     pass
 
 
-def load_callable(spec: str, search: Sequence[Path] = ()) -> Callable[[PredictorCase], Any]:
-    """``module:function`` (``package.module:object.attr``) -> the callable; ``search`` dirs are tried for the import."""
+def load_callable(spec: str, search: Sequence[Path] = (), option: str = "--sqleval-predictor") -> Callable[[PredictorCase], Any]:
+    """``module:function`` (``package.module:object.attr``) -> the callable; ``search`` dirs are tried for the import.
+    ``option``: where the spec was given, as the messages name it (``ini option sqleval_predictor``)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: expected module:function (e.g. mymodel:predict)")
+        raise PredictorSpecError(f"{option} {spec!r}: expected module:function (e.g. mymodel:predict)")
     if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:  # a file path, not a module
         dotted = module_name.removesuffix(".py").replace("\\", "/").strip("/").replace("/", ".")
-        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {module_name} is a file path, not a module; "
-                                 f"name the module instead: --sqleval-predictor {dotted}:{attr}")
+        fixed = f"{option} {dotted}:{attr}" if option.startswith("--") else f"sqleval_predictor = {dotted}:{attr}"
+        raise PredictorSpecError(f"{option} {spec!r}: {module_name} is a file path, not a module; "
+                                 f"name the module instead: {fixed}")
     try:
         module = _import(module_name, search)
     except ImportError as exc:
-        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: cannot import {module_name}: {exc}") from None
+        raise PredictorSpecError(f"{option} {spec!r}: cannot import {module_name}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - the user's module failed while importing (a syntax error, a raise)
         where = f" ({Path(exc.filename).name}, line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.filename else ""
         detail = exc.msg if isinstance(exc, SyntaxError) else str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: cannot import {module_name}: "
+        raise PredictorSpecError(f"{option} {spec!r}: cannot import {module_name}: "
                                  f"{type(exc).__name__}{': ' + detail if detail else ''}{where}") from None
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
-            raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {module_name} has no attribute {attr!r}")
+            raise PredictorSpecError(f"{option} {spec!r}: {module_name} has no attribute {attr!r}")
         target = getattr(target, part)
     if not callable(target):
-        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {attr} is not callable")
+        raise PredictorSpecError(f"{option} {spec!r}: {attr} is not callable")
     if isinstance(target, type):  # called with each case, a class would make an instance per case, not SQL
-        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {attr} is a class; point at a function or at a "
+        raise PredictorSpecError(f"{option} {spec!r}: {attr} is a class; point at a function or at a "
                                  f"callable instance (e.g. `predict = {attr}()` in {module_name})")
     import inspect
 
     if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None)):
-        raise PredictorSpecError(f"--sqleval-predictor {spec!r}: {attr} is an async function; predictors run on "
+        raise PredictorSpecError(f"{option} {spec!r}: {attr} is an async function; predictors run on "
                                  "worker threads and must return the answer: wrap it, e.g. "
                                  f"`def predict(case): return asyncio.run({attr}(case))`")
     return target

@@ -109,10 +109,14 @@ class PromptTemplate:
                                   "put the included text in the template, or few-shot pairs in `examples:`")
         # a {% set %} or {% macro %} outside the blocks: defined for the blocks (messages() runs them first)
         self.defined = _top_level_names(parsed) if self.template.blocks else set()
+        #: the placeholders the template reads
+        self.placeholders = frozenset(undeclared & set(PLACEHOLDERS))
         unknown = sorted(undeclared - set(PLACEHOLDERS) - self.defined)
         if unknown:
-            raise TemplateProblem(f"{source.origin + ': ' if from_file else ''}unknown placeholder {', '.join(unknown)}",
-                                  f"the placeholders are: {', '.join(PLACEHOLDERS)}")
+            line = _first_use(parsed, unknown)
+            where = f" ({'first on ' if len(unknown) > 1 else ''}line {line} of the template)" if line else ""
+            raise TemplateProblem(f"{source.origin + ': ' if from_file else ''}unknown placeholder {', '.join(unknown)}"
+                                  f"{where}", f"the placeholders are: {', '.join(PLACEHOLDERS)}")
         if not undeclared & set(CASE_PLACEHOLDERS):  # every case would send one prompt (and share one cached answer)
             path_like = source.origin == "inline" and "\n" not in source.text.strip() and " " not in source.text.strip()
             raise TemplateProblem(
@@ -168,6 +172,14 @@ class PromptTemplate:
         return f"{self.source.origin}:{line}: " if line else f"{self.source.origin}: "
 
 
+def _first_use(parsed, names) -> int | None:
+    """The template line where one of ``names`` is first read (the line of a misspelt placeholder), or None."""
+    from jinja2 import nodes
+
+    lines = [node.lineno for node in parsed.find_all(nodes.Name) if node.ctx == "load" and node.name in names]
+    return min(lines) if lines else None
+
+
 def _top_level_names(parsed) -> set[str]:
     """The names a template's top level defines ({% set %}, {% macro %}), outside its blocks."""
     from jinja2 import nodes
@@ -204,12 +216,13 @@ def _outside_blocks(node):
         yield from _outside_blocks(child)
 
 
-_compiled: dict[str, PromptTemplate] = {}
+_compiled: dict[tuple[str, str], PromptTemplate] = {}
 
 
 def compiled(source: PromptSource) -> PromptTemplate:
-    """One compiled template per distinct text (per process)."""
-    key = source.sha256
+    """One compiled template per distinct text and origin (per process): its errors name its own file, not that of
+    another file with the same text."""
+    key = (source.sha256, source.origin)
     if key not in _compiled:
         _compiled[key] = PromptTemplate(source)
     return _compiled[key]

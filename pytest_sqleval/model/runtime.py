@@ -286,7 +286,14 @@ class ModelRuntime:
         # carry it, so the request (and its cache key) could not be made at all
         from ..predictions import printable_text
 
-        messages = [{**m, "content": printable_text(m["content"])} for m in compiled(self.prompt(suite)).messages(values)]
+        template = compiled(self.prompt(suite))
+        if (not (case.question or "").strip() and "question" in template.placeholders
+                and isinstance(predictor, DefaultPredictor) and predictor.function is None):
+            # the built-in client would pay for a prompt that asks nothing, one prompt (and one cached answer) shared
+            # by every such case of the database
+            raise ValueError("the case has no `question:`, and the prompt template asks it ({{ question }}); fix: "
+                             "give the case its question")
+        messages = [{**m, "content": printable_text(m["content"])} for m in template.messages(values)]
         return PredictorCase(
             id=case.id, suite=suite.name, question=case.question, schema=schema, dialect=dialect, history=tuple(history),
             evidence=evidence, metadata=metadata, examples=tuple(examples), messages=tuple(messages),
@@ -297,8 +304,9 @@ class ModelRuntime:
     def schema_text(self, case, suite, engine, dialect: str, fmt: str, rows: int) -> str:
         from .schema_text import render_schema, sample_rows, tables_from_engine, tables_from_spider
 
-        source = (str(case.schema.tables_json), case.schema.db_id) if case.schema is not None else (
-            case.database.url if case.database is not None else None)
+        # the database spec, not its URL alone: two suites built from different setup scripts at one URL (`sqlite://`,
+        # a PostgreSQL server's) are two databases, and each prompt must show its own
+        source = (str(case.schema.tables_json), case.schema.db_id) if case.schema is not None else case.database
         key = (source, fmt, rows, dialect)
         if key not in self._schema_texts:
             if case.schema is not None:

@@ -40,11 +40,12 @@ def tables_from_engine(engine) -> list[TableDoc]:
     if engine.dialect.name == "duckdb":
         return _duckdb_tables(engine, text)
     inspector = inspect(engine)
-    names = inspector.get_table_names()
     if engine.dialect.name == "sqlite":  # creation order, as the schema module reads it
         with engine.connect() as conn:
             names = [r[0] for r in conn.execute(text(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))]
+    else:  # the backend's order where it has one (PostgreSQL's creation order), as the schema module reads it
+        names = _table_order(engine) or inspector.get_table_names()
     tables = []
     for name in names:
         columns = tuple(Column(c["name"], _type_text(c.get("type"))) for c in inspector.get_columns(name))
@@ -55,6 +56,19 @@ def tables_from_engine(engine) -> list[TableDoc]:
                 fks.append((col, fk.get("referred_table"), ref))
         tables.append(TableDoc(name, columns, pk, tuple(fks)))
     return tables
+
+
+def _table_order(engine) -> list[str] | None:
+    """The engine's backend's table order (PostgreSQL: creation order, which a GRANT does not change, unlike the
+    inspector's), else None."""
+    from ..errors import DatabaseError
+    from ..execution.backends import backend_for
+
+    try:
+        backend = backend_for(engine)
+    except DatabaseError:  # an engine no backend claims: the inspector's order
+        return None
+    return backend.table_order(engine)
 
 
 def _type_text(sa_type: Any) -> str:

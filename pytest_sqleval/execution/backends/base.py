@@ -194,7 +194,7 @@ class Backend:
         return Schema(tables=tuple(tables), foreign_keys=tuple(fks))
 
     def table_order(self, engine: Engine) -> list[str] | None:
-        """The engine's catalogue order of tables, when the inspector's (alphabetical) is not it."""
+        """The engine's catalogue order of tables, when the inspector's (alphabetical, or in no stable order) is not it."""
         return None
 
     # -- the query process ------------------------------------------------------

@@ -141,6 +141,23 @@ class PostgreSQLBackend(Backend):
         except Exception:  # noqa: BLE001 - no role known: the read-only transaction still applies
             return None
 
+    def table_order(self, engine: Any) -> list[str] | None:
+        """Creation order (the tables' oids), as SQLite's and DuckDB's catalogues give it. The inspector's list (the
+        same tables: visible, not temporary, outside pg_catalog) comes in pg_class's scan order, which a GRANT or an
+        ALTER on a table changes (its catalogue row is rewritten): the schema in a model's prompt, and so the
+        response cache's key, would change with it. None (the inspector's order) where the catalogue cannot say."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            with engine.connect() as conn:
+                rows = conn.exec_driver_sql(
+                    "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+                    "ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't' "
+                    "AND pg_catalog.pg_table_is_visible(c.oid) AND n.nspname <> 'pg_catalog' ORDER BY c.oid")
+                return [row[0] for row in rows]
+        except SQLAlchemyError:  # a server that speaks PostgreSQL's protocol with another catalogue
+            return None
+
     def target(self, engine: Any) -> Target | None:
         registered = registered_target(engine)
         if registered is None:  # the user's engine: its connection's own parameters, whatever built it
