@@ -299,3 +299,21 @@ def test_a_case_without_a_question_is_not_sent_to_the_model(shop, chat):
         assert cases[name]["error"]["kind"] == "model_error"
         assert "the case has no `question:`, and the prompt template asks it" in cases[name]["error"]["message"]
     assert report["suites"][0]["model"]["calls"] == 1
+
+
+@pytest.mark.parametrize("answer, sql", [
+    ("SELECT name FROM shops;<|eot_id|>", "SELECT name FROM shops;"),
+    ("SELECT name FROM shops</s>", "SELECT name FROM shops"),
+    ("```sql\nSELECT name FROM shops\n```\n<|im_end|>", "SELECT name FROM shops"),
+    ("SELECT name FROM shops WHERE name <> '</s>' <end_of_turn>", "SELECT name FROM shops WHERE name <> '</s>'"),
+    ("\u200bSELECT name FROM shops", "SELECT name FROM shops"),
+    ("\ufeff\u200b SELECT name FROM shops \u2060<|endoftext|>", "SELECT name FROM shops"),
+])
+def test_end_of_turn_tokens_and_invisible_characters_around_an_answer_are_no_sql(answer, sql):
+    """A serving stack that shows special tokens leaves `<|eot_id|>` or `</s>` after the answer (a `syntax` miss),
+    and a leading zero-width space made the answer `no_sql`. Around the answer they are stripped; inside it
+    (a literal holding `</s>`) they stay."""
+    from pytest_sqleval.model.extract import extract_sql
+
+    found = extract_sql(answer)
+    assert (found.sql, found.error_kind) == (sql, None)

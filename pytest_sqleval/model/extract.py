@@ -86,6 +86,30 @@ def preview(text: str, limit: int = PREVIEW) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+#: Invisible characters a model (or a file) can put before or after its answer: a byte-order mark, zero-width
+#: spaces and joiners, a word joiner. Never inside the answer: there they may be a literal's.
+_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
+#: A chat template's end-of-turn tokens that a serving stack left at the end of the answer (vLLM, TGI, llama.cpp with
+#: special tokens shown): Llama 3's, ChatML's (Qwen, Mistral instruct), GPT-2's, Llama 2's and SentencePiece's,
+#: Gemma's, Phi's.
+END_OF_TURN_TOKENS = ("<|eot_id|>", "<|im_end|>", "<|endoftext|>", "</s>", "<end_of_turn>", "<|end|>",
+                      "<|end_of_text|>", "<eos>")
+
+
+def _without_wrapping_tokens(text: str) -> str:
+    """The answer without invisible characters around it and end-of-turn tokens after it (`SELECT 1;<|eot_id|>`,
+    `SELECT 1</s>`): none is SQL, and a query followed by one would read as a syntax error. Inside the answer they
+    stay (a string literal may hold `</s>`)."""
+    text = text.strip().strip(_INVISIBLE).strip()
+    changed = True
+    while changed:
+        changed = False
+        for token in END_OF_TURN_TOKENS:
+            if text.endswith(token):
+                text, changed = text[: -len(token)].rstrip().rstrip(_INVISIBLE).rstrip(), True
+    return text
+
+
 def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     if mode not in EXTRACT_MODES:
         raise ValueError(f"unknown extract mode {mode!r}: use one of {', '.join(EXTRACT_MODES)}")
@@ -93,7 +117,7 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
         return Extraction(None, mode, "none", "no_prediction", "the model returned an empty answer")
     if mode == "raw":
         return _checked(text.strip(), text, mode, "text")
-    text = text.lstrip().removeprefix("\ufeff")  # a byte-order mark (SQL read from a file saved with one)
+    text = _without_wrapping_tokens(text)
     thought = _THINK.match(text)  # a reasoning model's thinking first: its drafts are not the answer
     if thought:
         if not thought.group(2) or not text[thought.end():].strip():  # cut off while thinking, or nothing after
