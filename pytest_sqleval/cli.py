@@ -108,8 +108,8 @@ def _write(path: str, report: dict[str, Any]) -> None:
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _print_gates(report: dict[str, Any]) -> bool:
-    """One line per gate; True when all pass."""
+def _print_gates(report: dict[str, Any], *, asked: bool = False) -> bool:
+    """One line per gate; True when all pass. ``asked``: gates were given, though none could be built."""
     gates = report.get("gates") or []
     for gate in gates:
         where = "" if gate["suite"] == "overall" else f"suite {gate['suite']}: "
@@ -119,7 +119,7 @@ def _print_gates(report: dict[str, Any]) -> bool:
         print(f"sqleval: {len(failed)} of {len(gates)} gate(s) failed")
     elif gates:
         print(f"sqleval: all {len(gates)} gate(s) passed")
-    else:
+    elif not asked:  # a gate asked of a report without its suite (no case) is reported as such by the caller
         print("sqleval: no gates configured")
     return not failed
 
@@ -233,9 +233,9 @@ def gate_command(args: argparse.Namespace) -> int:
                           "gate the shards' `sqleval merge` instead", *merge_warnings]
     for warning in [*merge_warnings, *(regated.get("baseline") or {}).get("warnings", [])]:
         print(f"warning: {warning}", file=sys.stderr)
-    passed = _print_gates(regated)
     asked = bool(thresholds or ((regated.get("run") or {}).get("options") or {}).get("thresholds") or options.overall_thresholds
                  or options.max_regressed is not None or options.fail_under_baseline)
+    passed = _print_gates(regated, asked=asked)
     if asked and not regated.get("cases"):  # pytest exits 5 on such a run: its gates never judged a case
         print("sqleval: the report holds no case (nothing was evaluated: a -k or -m that selected nothing, or no "
               "suite collected), so no gate can pass on it; gate a run that evaluated its suites")

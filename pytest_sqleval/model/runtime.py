@@ -70,6 +70,12 @@ class DefaultPredictor:
     def __call__(self, case: PredictorCase):
         if self.function is not None:
             return self.function(case)
+        if not isinstance(case, PredictorCase):  # a plain test's own argument: there is no suite to build a prompt from
+            raise TypeError(
+                f"sqleval_predictor: the built-in client (--sqleval-model) predicts suite cases, whose prompt it "
+                f"renders from the suite (schema, examples, history); it was called with {type(case).__name__} "
+                f"{case!r:.80}\n  fix: give a predictor of your own (--sqleval-predictor module:function, or a "
+                f"sqleval_predictor fixture in conftest.py) to call it from a plain test, or write a suite case")
         return self.runtime.builtin(case)
 
 
