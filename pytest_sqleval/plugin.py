@@ -80,11 +80,27 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 # --------------------------------------------------------------------------- configure
+def _refuse_suite_arguments(config: pytest.Config) -> None:
+    """A suite file named on the command line of a run without ``--sqleval``: pytest would say only "not found"."""
+    if not any(".sqleval." in str(arg).lower() for arg in config.args):
+        return  # (an inactive run imports nothing more)
+    from pathlib import Path
+
+    from .suite_files import SUITE_SUFFIXES
+
+    named = [str(arg) for arg in config.args if (path := str(arg).split("::", 1)[0]).lower().endswith(SUITE_SUFFIXES)
+             and (Path(config.invocation_params.dir) / path).is_file()]  # a missing one: pytest's "not found" says it
+    if named:
+        raise pytest.UsageError(f"{named[0].split('::', 1)[0]} is a pytest-sqleval suite, collected only in a sqleval "
+                                f"run\n  fix: add --sqleval (pytest --sqleval {' '.join(named)})")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqleval(suite, case): a case collected from a pytest-sqleval suite")
     from .options import may_be_enabled  # registered as one of pytest_plugins first
 
     if not may_be_enabled(config):
+        _refuse_suite_arguments(config)
         return  # inactive: nothing of the plugin is imported (the ini values are checked when it is enabled)
     from .settings import SettingsError, from_invocation_dir, resolve_settings
 
@@ -96,6 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
     if not settings.enabled:
+        _refuse_suite_arguments(config)
         return
     from .errors import SuiteError
     from .execution.engines import EngineFactory

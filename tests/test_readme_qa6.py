@@ -93,3 +93,19 @@ def test_plain_test_calling_its_own_predictor_with_a_question(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sqleval", "--sqleval-predictor",
                                            "mymodule:predict", "--sqleval-cache-mode", "off")
     result.assert_outcomes(passed=1)
+
+
+def test_a_suite_named_without_sqleval_says_to_add_it(pytester):
+    """`pytest shop.sqleval.yaml` (no --sqleval) said only pytest's "not found: shop.sqleval.yaml (no match in any
+    of ...)". A suite file named on the command line of an inactive run is a usage error saying to add --sqleval; a
+    missing file keeps pytest's own "file or directory not found"."""
+    pytester.makefile(".sqleval.yaml", shop="cases: []\n")
+    result = pytester.runpytest_subprocess("shop.sqleval.yaml::c1", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: shop.sqleval.yaml is a pytest-sqleval suite, collected only in a sqleval run",
+                                 "  fix: add --sqleval (pytest --sqleval shop.sqleval.yaml::c1)"])
+    missing = pytester.runpytest_subprocess("gone.sqleval.yaml", "-p", "no:cacheprovider")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    assert "file or directory not found: gone.sqleval.yaml" in missing.stderr.str()
+    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider")  # no suite named: an inactive run as before
+    assert plain.ret == pytest.ExitCode.NO_TESTS_COLLECTED
