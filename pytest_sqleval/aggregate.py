@@ -257,8 +257,11 @@ def turn_breakdown(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def _turn_row(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One turn position's question match and execution accuracy, each with its 95% (Wilson) interval."""
     vectors = {"question_match": [float(bool(r["passed_rule"])) for r in turns if r.get("passed_rule") is not None]}
-    if all(r.get("execution_match") is not None for r in turns):
-        vectors["execution_accuracy"] = [float(bool(r["execution_match"])) for r in turns]
+    # over the turns that executed, as execution_accuracy is: a suite without a database (schema only) beside others
+    # leaves its turns out of the overall row rather than the column out of the table
+    executed = [float(bool(r["execution_match"])) for r in turns if r.get("execution_match") is not None]
+    if executed:
+        vectors["execution_accuracy"] = executed
     row: dict[str, Any] = {"turns": len(turns), **{name: mean(values) for name, values in vectors.items()}}
     found = {name: interval_of("wilson", values) for name, values in vectors.items()}
     row["intervals"] = {name: interval for name, interval in found.items() if interval is not None}
@@ -292,9 +295,12 @@ def interaction_values(records: Sequence[Mapping[str, Any]], *, turn_key=None,
                            for n, r in enumerate(turns) if r.get("passed_rule") is not None},
         "interaction_match": {interaction_key(rs[0]): float(all(r.get("passed_rule") for r in rs)) for rs in complete},
     }
-    if all(r.get("execution_match") is not None for r in turns):
+    # over the interactions whose turns executed (a schema-only suite's have no execution verdict), as
+    # execution_accuracy is over the cases that executed
+    executed = [rs for rs in complete if all(r.get("execution_match") is not None for r in rs)]
+    if any(r.get("execution_match") is not None for r in turns):
         values["interaction_execution_accuracy"] = {interaction_key(rs[0]): float(all(r.get("execution_match") for r in rs))
-                                                    for rs in complete}
+                                                    for rs in executed}
     return values
 
 

@@ -19,7 +19,7 @@ import queue
 import threading
 import time
 from concurrent.futures import CancelledError, Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -152,7 +152,12 @@ class ModelRuntime:
         config = self.model_config(suite)
         label = self._label(predictor, config)
         spec = self.spec(suite)
-        if self.fatal is not None:
+        asked = None if isinstance(item, EarlierTurn) else self.answers.get((str(suite.path), item.case.id))
+        if asked is not None:  # asked already for a later turn's history (run first: --ff, a reordering conftest):
+            future = Future()  # the turn is scored on the answer that history showed, and not paid for twice
+            future.set_result(replace(asked, cached=True if asked.cached is not None else None, history_calls=[],
+                                      cost=0.0 if asked.cost is not None else None))
+        elif self.fatal is not None:
             future: Future = Future()
             future.set_result(PredictionResult(None, "model", error_kind="model_error", model=label,
                                                error_message=f"not called: the session is stopping ({self.fatal})"))
@@ -350,8 +355,11 @@ class ModelRuntime:
             return answer
         nodeid = f"{item.nodeid.rpartition('::')[0]}::{turn.item_name}"
         future = self.futures.get(nodeid)
-        if future is not None:
-            return future.result() if future.done() and not future.cancelled() else None
+        if future is not None:  # submitted ahead (look-ahead): its answer, once it comes, is the history's
+            try:
+                return future.result()
+            except CancelledError:
+                return None
         if predictor is None or self.fatal is not None:
             return None
         earlier = EarlierTurn(turn, suite, nodeid + EarlierTurn.SUFFIX)
