@@ -365,3 +365,15 @@ def test_a_prediction_too_large_to_score_misses_and_the_run_goes_on(pytester, sq
     wide = cases["wide"]
     assert wide["outcome"] == "missed" and wide["error"]["kind"] == "memory", wide
     assert "2,000 rows x 100 columns" in wide["error"]["message"]
+
+
+def test_the_scoring_budget_counts_the_rows_width_when_a_backend_names_no_columns():
+    """A user's backend may return `QueryResult(columns=(), rows=...)`: the budget reads the rows' width."""
+    from pytest_sqleval.execution.sandbox_worker import _check_scoring_memory
+    from pytest_sqleval.results import QueryResult
+
+    rows = [tuple(range(40))] * 1000  # 40,000 values: over a 8 MiB cap's 32,768
+    with pytest.raises(QueryError) as info:
+        _check_scoring_memory(QueryResult(columns=(), rows=rows), 8 * MiB)
+    assert info.value.kind == "memory" and "1,000 rows x 40 columns (40,000 values)" in info.value.message
+    _check_scoring_memory(QueryResult(columns=(), rows=rows), 16 * MiB)  # 65,536 values: within

@@ -227,15 +227,16 @@ def _check_scoring_memory(result: Any, max_memory: int | None) -> None:
     if not max_memory:
         return
     budget = max_memory // SCORING_BYTES_PER_VALUE
-    cells = len(result.rows) * len(result.columns)
+    width = result.column_count  # a user's backend may leave `columns` empty: the rows' width
+    cells = len(result.rows) * width
     nested = _nested_elements(result.rows, budget) if cells <= budget else 0
     if cells + NESTED_ELEMENT_WEIGHT * nested <= budget:
         return
     from ..errors import QueryError
 
     inside = f", and {_count(nested, 'element')} counted inside nested values" if nested else ""
-    raise QueryError("memory", f"the result has {_count(len(result.rows), 'row')} x "
-                               f"{_count(len(result.columns), 'column')} ({_count(cells, 'value')}{inside}): scoring it needs more memory than "
+    raise QueryError("memory", f"the result has {_count(len(result.rows), 'row')} x {_count(width, 'column')} "
+                               f"({_count(cells, 'value')}{inside}): scoring it needs more memory than "
                                f"{max_memory / 2**20:.0f} MiB (about {SCORING_BYTES_PER_VALUE} bytes per value, "
                                f"{NESTED_ELEMENT_WEIGHT} values per nested element; raise it with "
                                "--sqleval-max-memory or the suite's `max_memory:`)")
