@@ -474,10 +474,11 @@ def test_collect_only_lists_the_cases_and_neither_gates_nor_reports(shop):
 
 def test_p_no_sqleval_leaves_yaml_alone_and_refuses_its_options(shop):
     write(shop, "m.sqleval.yaml", METRICS_SUITE)
-    for args in (["-p", "no:sqleval"], []):  # off, or installed and not turned on: the file is no test
+    for args, said in ((["-p", "no:sqleval"], "not found:"),  # off: the file is no test
+                       ([], "fix: add --sqleval")):  # installed and not turned on: the usage error says to turn it on
         off = run(shop, *args, "m.sqleval.yaml")
         assert off.ret == pytest.ExitCode.USAGE_ERROR
-        assert "not found:" in off.stderr.str()
+        assert said in off.stderr.str()
         assert not any(line.startswith("sqleval:") for line in off.outlines)  # no header line either
     refused = run(shop, "-p", "no:sqleval", "--sqleval")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
