@@ -14,13 +14,14 @@ or, when there is none, under the column alignment whose values overlap most
 from __future__ import annotations
 
 from collections import Counter
+from decimal import Decimal
 from itertools import compress, repeat
 from operator import itemgetter, ne
 from typing import Any
 
 from pytest_sqleval.metrics.column_mapping import find_mapping
 from pytest_sqleval.metrics.execution_verdict import ExecutionVerdict, counted, miss
-from pytest_sqleval.metrics.normalisation import display_row
+from pytest_sqleval.metrics.normalisation import NAN, DistinctNull, display_row
 from pytest_sqleval.metrics.normalised_table import Table
 from pytest_sqleval.metrics.prepared_side import Side, prepare_sides
 from pytest_sqleval.metrics.row_rules import RowRules
@@ -78,10 +79,12 @@ def _miss_with_examples(reason: str, detail: str | None, gold: Side, pred: Side,
             f"{counted(sum(missing.values()), 'gold row')} {_are(missing)} missing from the prediction, "
             f"{counted(sum(extra.values()), 'predicted row')} {_are(extra)} not in the gold"
         )
+    gold_only, pred_only = _example_rows(gold.rows, missing), _example_rows(pred.rows, _inverse_keys(extra, mapping))
+    detail += _unequal_to_itself_note(gold_only, pred_only)
     return miss(
         reason, detail, column_mapping=mapping,
-        gold_only_rows=_examples(gold.rows, missing),
-        pred_only_rows=_examples(pred.rows, _inverse_keys(extra, mapping)),
+        gold_only_rows=tuple(map(display_row, gold_only)),
+        pred_only_rows=tuple(map(display_row, pred_only)),
         gold_only_count=sum(missing.values()),
         pred_only_count=sum(extra.values()),
     )
@@ -121,8 +124,8 @@ def _inverse_keys(rows: Counter[Row], mapping: ColumnMapping) -> Counter[Row]:
     return Counter({back(row): count for row, count in rows.items()})
 
 
-def _examples(rows: list[Row], wanted: Counter[Row]) -> tuple[Row, ...]:
-    """Up to five rows of ``rows`` (in their order) that ``wanted`` counts."""
+def _example_rows(rows: list[Row], wanted: Counter[Row]) -> list[Row]:
+    """Up to five rows of ``rows`` (in their order) that ``wanted`` counts, normalised (see :func:`display_row`)."""
     remaining = Counter(wanted)
     examples: list[Row] = []
     for row in rows:
@@ -130,8 +133,34 @@ def _examples(rows: list[Row], wanted: Counter[Row]) -> tuple[Row, ...]:
             break
         if remaining[row] > 0:
             remaining[row] -= 1
-            examples.append(display_row(row))
-    return tuple(examples)
+            examples.append(row)
+    return examples
+
+
+def _unequal_to_itself_note(gold_only: list[Row], pred_only: list[Row]) -> str:
+    """Why rows that print alike, even with their types, can differ: `` (NaN equals no NaN under numbers: python)``
+    when both sides' example rows hold a NaN the options kept as itself (``numbers: python``, as the official
+    scripts compare; ``numbers: value`` makes every NaN the one :data:`NAN`, equal to itself), and the same for a
+    NULL under ``nulls: distinct``; empty otherwise."""
+    notes = []
+    for kind, note in (("nan", "NaN equals no NaN under numbers: python"),
+                       ("null", "NULL equals no NULL under nulls: distinct")):
+        if _holds(gold_only, kind) and _holds(pred_only, kind):
+            notes.append(note)
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _holds(rows: list[Row], kind: str) -> bool:
+    pending: list[Any] = [cell for row in rows for cell in row]
+    while pending:
+        value = pending.pop()
+        if kind == "null" and isinstance(value, DistinctNull):
+            return True
+        if kind == "nan" and isinstance(value, (float, Decimal)) and value is not NAN and value != value:  # noqa: PLR0124
+            return True
+        if isinstance(value, (tuple, frozenset)):  # a normalised array or JSON value (JSON: its (key, value) pairs)
+            pending.extend(value)
+    return False
 
 
 def _first_distinct(column: Column, count: int) -> list[Any]:

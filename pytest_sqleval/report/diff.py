@@ -236,13 +236,26 @@ def typed_cells(row: Sequence[Any], width: int = TYPED_CELL_WIDTH) -> list[str]:
     float ``0.1``, anything but printable ASCII escaped), ``NULL`` for None. A longer cell keeps its start and its
     end (``'https://example.com/…/item/00001'``): two long values often differ only at the end."""
     def cell(value: Any) -> str:
-        text = "NULL" if value is None else ascii(value)
+        text = "NULL" if value is None else _typed_text(value)
         if len(text) <= width:
             return text
         tail = width // 3
         return text[: width - tail - 1] + "…" + text[-tail:]
 
     return list(map(cell, row))
+
+
+def _typed_text(value: Any) -> str:
+    """``ascii()`` of a value, with the containers of a miss's example rows (normalised: a STRUCT, MAP or JSON object
+    is a frozenset of its (key, value) pairs, a LIST or array a tuple) shown as the engine's value prints: ``{'a': 1}``
+    and ``[1, 2]``, never ``frozenset({('a', 1)})`` or ``(1, 2)``, which no engine returned."""
+    if isinstance(value, tuple):
+        return "[" + ", ".join(map(_typed_text, value)) + "]"
+    if isinstance(value, frozenset) and value and all(isinstance(pair, tuple) and len(pair) == 2 for pair in value) \
+            and len({pair[0] for pair in value}) == len(value):
+        items = sorted((_typed_text(key), _typed_text(inner)) for key, inner in value)
+        return "{" + ", ".join(f"{key}: {inner}" for key, inner in items) + "}"
+    return ascii(value)
 
 
 def typed_rows_text(rows: Sequence[Sequence[Any]]) -> str:

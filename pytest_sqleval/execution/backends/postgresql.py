@@ -65,13 +65,17 @@ class PostgreSQLBackend(Backend):
         return build_postgres(url, name, scripts, connect_timeout=timeout, role=role, on_created=lambda: (
             context.on_cleanup(lambda: drop_postgres_database(url, name, role=role, connect_timeout=timeout))))
 
-    def run(self, conn: Any, sql: str, limits: Limits, *, _infinity: bool = False) -> QueryResult:
+    def run(self, conn: Any, sql: str, limits: Limits, *, _infinity: bool = False,
+            _readable_styles: bool = False) -> QueryResult:
         """A read-only transaction, always rolled back; a server-side cursor fetches at most cap + 1 rows.
 
         ``limits.role``: the plugin's SELECT-only role of a database it built, taken with SET LOCAL ROLE.
         A result with a date or timestamp Python cannot represent (``infinity``, a year past 9999 or before 1),
         which psycopg cannot load, is fetched again with :func:`register_infinity_loaders` (only then: those
-        loaders are slower than psycopg's own).
+        loaders are slower than psycopg's own). A result psycopg cannot read in the session's styles (an interval
+        under an ``IntervalStyle`` other than ``postgres``, a timestamptz under a ``DateStyle`` other than ``ISO``: a
+        database, role or server set so) is fetched again with ``SET LOCAL IntervalStyle = postgres`` and ``SET LOCAL
+        DateStyle = ISO`` (the output format only: the day/month order that reads date literals stays).
         """
         import psycopg
         from psycopg import sql as pgsql
@@ -89,6 +93,9 @@ class PostgreSQLBackend(Backend):
             # always` read them by position): no parallel workers, and no scan joining another one mid-table.
             conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
             conn.execute("SET LOCAL synchronize_seqscans = off")
+            if _readable_styles:
+                conn.execute("SET LOCAL IntervalStyle = postgres")
+                conn.execute("SET LOCAL DateStyle = ISO")
             if limits.role:
                 conn.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(limits.role)))
             with conn.cursor(name="sqleval_query") as cursor:
@@ -100,7 +107,11 @@ class PostgreSQLBackend(Backend):
         except psycopg.DataError as exc:
             if _infinity or not _out_of_python_range(exc):
                 raise self.classify(exc, limits=limits) from None
-            rows = None  # psycopg could not load a date: fetch again, with loaders that can
+            rows, _infinity = None, True  # psycopg could not load a date: fetch again, with loaders that can
+        except NotImplementedError:  # psycopg's interval or timestamptz loader, in a style it cannot read
+            if _readable_styles or not _unreadable_styles(conn):
+                raise
+            rows, _readable_styles = None, True
         except psycopg.Error as exc:
             error = self.classify(exc, conn=conn, limits=limits)
             # a result libpq could not allocate (no SQLSTATE) also leaves the connection broken: that is the
@@ -113,7 +124,7 @@ class PostgreSQLBackend(Backend):
             if autocommit:
                 conn.autocommit = True
         if rows is None:
-            return self.run(conn, sql, limits, _infinity=True)
+            return self.run(conn, sql, limits, _infinity=_infinity, _readable_styles=_readable_styles)
         return QueryResult(columns=columns, rows=rows)  # capped as fetched (fetch_capped)
 
     def classify(self, exc: BaseException, *, conn: Any = None, sql: str = "", limits: Limits | None = None,
@@ -272,6 +283,13 @@ def postgres_engine(url: str, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOU
 
     probe(engine, url, "PostgreSQL", connect_timeout)
     return register_target(engine, ("postgresql", url))
+
+
+def _unreadable_styles(conn: Any) -> bool:
+    """Is the session's IntervalStyle or DateStyle one psycopg reads no interval or timestamptz in?"""
+    interval_style = conn.info.parameter_status("IntervalStyle")
+    date_style = conn.info.parameter_status("DateStyle")
+    return (interval_style not in (None, "postgres")) or (date_style is not None and not date_style.startswith("ISO"))
 
 
 def _out_of_python_range(exc: BaseException) -> bool:
