@@ -225,6 +225,7 @@ def _check_scoring_memory(result: Any, max_memory: int | None) -> None:
     memory cap allows at :data:`SCORING_BYTES_PER_VALUE` each. Many small values cost the comparison far more than
     their size in the query process, so the cap bounds the scoring too."""
     if not max_memory:
+        _nested_elements(result.rows, None)  # the nesting depth alone
         return
     budget = max_memory // SCORING_BYTES_PER_VALUE
     width = result.column_count  # a user's backend may leave `columns` empty: the rows' width
@@ -246,18 +247,31 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-def _nested_elements(rows: list, budget: int) -> int:
+#: The deepest nesting of a result's value (a list in a list ..., PostgreSQL's JSON arrays and objects built at run
+#: time) that the pytest process scores: normalising, comparing and reporting a value walk it recursively, several
+#: frames a level under Python's recursion limit (a JSON value 480 levels deep errored its case). A deeper value is a
+#: ``runtime`` miss, as one the driver cannot read at all.
+MAX_RESULT_DEPTH = 100
+
+
+def _nested_elements(rows: list, budget: int | None) -> int:
     """How many elements the rows' list/struct/map values hold, nested ones included (counting stops past
-    ``budget``). Rows of plain values (every SQLite result) are told apart at C speed by their set of types."""
+    ``budget``; ``None``: no budget). Rows of plain values (every SQLite result) are told apart at C speed by their
+    set of types. A value nested deeper than :data:`MAX_RESULT_DEPTH` is a ``runtime`` miss."""
     if not any(issubclass(t, _CONTAINERS) for t in set(map(type, itertools.chain.from_iterable(rows)))):
         return 0
     count = 0
-    stack = [v for row in rows for v in row if isinstance(v, _CONTAINERS)]
-    while stack and count <= budget:
-        value = stack.pop()
+    stack = [(v, 1) for row in rows for v in row if isinstance(v, _CONTAINERS)]
+    while stack and (budget is None or count <= budget):
+        value, depth = stack.pop()
+        if depth > MAX_RESULT_DEPTH:
+            from ..errors import QueryError
+
+            raise QueryError("runtime", f"the query ran, but a value of its result is nested more than "
+                                        f"{MAX_RESULT_DEPTH} levels deep (the deepest value scored)")
         items = list(value.keys()) + list(value.values()) if isinstance(value, dict) else value
         count += len(items)
-        stack.extend(v for v in items if isinstance(v, _CONTAINERS))
+        stack.extend((v, depth + 1) for v in items if isinstance(v, _CONTAINERS))
     return count
 
 

@@ -285,6 +285,14 @@ DENIED_INFORMATION_SCHEMA = {
     "postgres": "user_mapping_options _pg_user_mappings _pg_foreign_servers",
 }
 
+#: Functions on a dialect's list that are something else when called as a table (in FROM, LATERAL, PIVOT's
+#: source): DuckDB's table macro ``histogram(source, column)`` reads the relation *named* by its first argument
+#: through ``query_table`` (a catalogue refused above included: ``histogram('pg_catalog.pg_settings', name)``);
+#: the aggregate ``histogram(column)`` stays allowed.
+DENIED_TABLE_FUNCTIONS = {
+    "duckdb": "histogram",
+}
+
 #: Schemas whose functions are the built-in ones, per dialect. A call qualified by another schema is the
 #: database's own function and needs ``allow_functions``. ``None``: any qualifier (the engine has no
 #: user-defined functions in schemas, or a dotted call is method syntax, as DuckDB's ``x.upper()``).
@@ -354,3 +362,9 @@ def denied_relations(dialect: str) -> tuple[frozenset[str], tuple[str, ...]]:
 @lru_cache(maxsize=None)
 def denied_information_schema(dialect: str) -> frozenset[str]:
     return names(DENIED_INFORMATION_SCHEMA.get(dialect, ""))
+
+
+@lru_cache(maxsize=None)
+def denied_table_functions(dialect: str) -> frozenset[str]:
+    """Allowed functions a prediction may not call as a table (see :data:`DENIED_TABLE_FUNCTIONS`)."""
+    return names(DENIED_TABLE_FUNCTIONS.get(dialect, ""))

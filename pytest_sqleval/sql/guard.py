@@ -482,6 +482,7 @@ def _check_relations(nodes: list[exp.Expression], dialect: str) -> None:
     """System catalogue relations that expose secrets or server state (``pg_authid``, ``pg_settings``...), and
     PostgreSQL's TOAST tables (schema ``pg_toast``, ``pg_toast_temp_N``): the raw storage of large values of every
     table, so ``pg_toast.pg_toast_1260`` reads pg_authid's."""
+    _check_table_functions(nodes, dialect)
     exact, prefixes = allowlist.denied_relations(dialect)
     information_schema = allowlist.denied_information_schema(dialect)
     if not (exact or prefixes or information_schema):
@@ -511,6 +512,24 @@ def _check_relations(nodes: list[exp.Expression], dialect: str) -> None:
                 f"reads {name}, a system catalogue that exposes secrets or server state; "
                 "predictions may only read the database's own tables",
             )
+
+
+def _check_table_functions(nodes: list[exp.Expression], dialect: str) -> None:
+    """Allowed functions called as a table that read a relation by its name (DuckDB's ``histogram`` table macro):
+    the relation named in a string is never a table of the tree, so no other check sees it."""
+    denied = allowlist.denied_table_functions(dialect)
+    if not denied:
+        return
+    for node in nodes:
+        if isinstance(node, (exp.Table, exp.Lateral)) and isinstance(node.this, exp.Func):
+            name = str(node.this.name if isinstance(node.this, exp.Anonymous) else node.this.sql_name()).lower()
+            if name in denied:
+                raise QueryError(
+                    "rejected",
+                    f"calls {name}() as a table: in FROM, {dialect}'s {name}(source, ...) reads the relation its first "
+                    "argument names (system catalogues included), which the guard cannot check; predictions may "
+                    f"only read the database's own tables by name ({name}() as an aggregate is allowed)",
+                )
 
 
 def _fold_identifier(identifier, dialect: str) -> str | None:

@@ -425,7 +425,12 @@ class _Reader:
             self.outside("qualified_table_name")
         if table.this.quoted:
             self.outside("quoted_identifier")
+        for key, value in table.args.items():  # PIVOT/UNPIVOT, TABLESAMPLE, ONLY, WITH ORDINALITY, ...: no grammar reads them
+            if key not in ("this", "db", "catalog", "alias", "joins") and value not in (None, [], False):
+                self.outside(f"table_{key}")
         alias = table.args.get("alias")
+        if isinstance(alias, exp.TableAlias) and alias.columns:
+            self.outside("table_alias_columns")
         alias_name = alias.this if alias is not None else None
         if isinstance(alias_name, exp.Identifier) and not alias_written_with_as(self.text, table.this, alias_name):
             self.outside("table_alias_without_as")

@@ -233,7 +233,7 @@ class ShapeBuilder:
             group=sorted_tuple(keys.expression(e, ordering=True) for e in (group.expressions if group is not None else [])),
             having=keys.condition(having) if having is not None else "",
             order=order_keys,
-            limit=self._limit(args, keys),
+            limit=self._limit(args, keys) + (f" sample {args['sample'].sql().lower()}" if args.get("sample") else ""),
             set_ops=(),
             keywords=(),
             qualify=keys.condition(qualify) if qualify is not None else "",
@@ -281,11 +281,36 @@ class ShapeBuilder:
                 return _Source(cte.identity, cte.columns, (alias or name,))
             table = self.schema.table(name)
             columns = tuple(c.lower() for c in table.columns) if table is not None else None
-            return _Source(name, columns, (alias or name,))
+            return _Source(name + _table_modifiers(node, columns), columns, (alias or name,))
         if isinstance(node, exp.Subquery):
             shape = self.query(node.this, outer, ctes)
             return _Source(f"({shape.digest})", _derived_columns(node, node.this), (alias,) if alias else ())
         return _Source(f"{node.key}:{node.sql().lower()}", None, (alias,) if alias else ())
+
+
+#: A table reference's parts that only name it (the rest change its rows or columns: PIVOT/UNPIVOT, TABLESAMPLE,
+#: ONLY, WITH ORDINALITY, a version, renamed columns).
+_TABLE_NAMING_ARGS = frozenset({"this", "db", "catalog", "alias", "joins"})
+
+
+def _table_modifiers(node: exp.Table, columns: tuple[str, ...] | None) -> str:
+    """What a table reference does beyond naming the table, as text joined to its identity ("" for none): ``t
+    PIVOT (...)``, ``t TABLESAMPLE (1 ROWS)`` or ``t AS u(b, a)`` (its columns renamed) is another source than ``t``."""
+    parts = [f"{key}={_modifier_sql(value)}" for key, value in sorted(node.args.items())
+             if key not in _TABLE_NAMING_ARGS and value not in (None, False, [], ())]
+    alias = node.args.get("alias")
+    renamed = [column.name.lower() for column in alias.columns] if isinstance(alias, exp.TableAlias) else []
+    if renamed and (columns is None or tuple(renamed) != columns[:len(renamed)]):
+        parts.append("columns=" + ",".join(renamed))
+    return "[" + "; ".join(parts) + "]" if parts else ""
+
+
+def _modifier_sql(value: Any) -> str:
+    if isinstance(value, exp.Expression):
+        return value.sql().lower()
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_modifier_sql(item) for item in value)
+    return str(value).lower()
 
 
 class _Keys:
