@@ -127,19 +127,15 @@ def check_policy(sql: str | None, policy: Policy | Mapping[str, Any], *, dialect
 
 def _not_a_query(tree) -> str | None:
     """Why a statement is not one read-only query (a DELETE reads no table a policy could allow), else None."""
-    from sqlglot import exp
 
-    from .sql.guard import FORBIDDEN_NODES
-
-    def article(word: str) -> str:
-        return f"{'an' if word[:1] in 'AEIOU' else 'a'} {word}"
+    from .sql.guard import _QUERY_ROOTS, FORBIDDEN_NODES
 
     if isinstance(tree, FORBIDDEN_NODES):
-        return f"it is {article(tree.key.upper())} statement"
-    if not isinstance(tree, (exp.Select, exp.SetOperation, exp.Values, exp.Subquery)):  # the guard's query roots
+        return f"it is {_article(tree.key.upper())} statement"
+    if not isinstance(tree, _QUERY_ROOTS):  # (a top-level PIVOT arrives wrapped in a SELECT)
         return "it is not a SELECT"
     writes = next(tree.find_all(*FORBIDDEN_NODES), None)
-    return None if writes is None else f"it holds {article(writes.key.upper())}"
+    return None if writes is None else f"it holds {_article(writes.key.upper())}"
 
 
 # --------------------------------------------------------------------------- the checker
@@ -505,11 +501,12 @@ _DEFAULT_SCHEMAS = {"sqlite": "main", "duckdb": "main", "postgres": "public"}
 
 
 def _dialect_name(dialect: str) -> str:
+    """The guard's name of ``dialect`` (``postgres`` for ``postgresql``), or the name as given when it is unknown."""
     from .sql.guard import dialect_key
 
     try:
         return dialect_key(dialect)
-    except Exception:  # noqa: BLE001 - an unknown dialect: no default schema
+    except Exception:  # noqa: BLE001 - an unknown dialect: no default schema, no SQLite syntax
         return str(dialect)
 
 
@@ -552,12 +549,7 @@ def _sqlite_quoted_names(tree, dialect: str):
     a struct field)."""
     from sqlglot import exp
 
-    from .sql.guard import dialect_key
-
-    try:
-        if dialect_key(dialect) != "sqlite":
-            return tree
-    except Exception:  # noqa: BLE001 - an unknown dialect: no SQLite syntax to read
+    if _dialect_name(dialect) != "sqlite":  # (an unknown dialect: no SQLite syntax to read)
         return tree
 
     def parts(node) -> list[Any] | None:
@@ -593,12 +585,7 @@ def _in_sources(tree, dialect: str) -> tuple[list[Any], list[Any]]:
     (as Table nodes) and the calls. In other dialects that field is a value (DuckDB's list column), never a table."""
     from sqlglot import exp
 
-    from .sql.guard import dialect_key
-
-    try:
-        if dialect_key(dialect) != "sqlite":
-            return [], []
-    except Exception:  # noqa: BLE001 - an unknown dialect: no SQLite syntax to read
+    if _dialect_name(dialect) != "sqlite":  # (an unknown dialect: no SQLite syntax to read)
         return [], []
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}  # `x IN c` of a CTE reads the CTE's scope
     tables, calls = [], []
