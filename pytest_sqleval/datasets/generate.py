@@ -780,9 +780,9 @@ def _file_url_from(url: str, folder: Path) -> str:
     path = Path(unquote(file_part))
     if not file_part or file_part == ":memory:" or file_part.startswith("file:") or path.is_absolute():
         return url
-    target, start = path.resolve(), folder.resolve()
-    written = str(target) if os.path.commonpath([target, start]) == os.path.sep else os.path.relpath(target, start)
-    return f"{prefix}:///{quote(written, safe='/')}{separator}{query}"
+    from .importers import _relative
+
+    return f"{prefix}:///{quote(_relative(path, folder), safe='/')}{separator}{query}"
 
 
 def _report_path(output: Path, report_path: str | Path | None) -> Path:
@@ -803,13 +803,9 @@ def _write_report(report: GenerationReport, output: Path, report_path) -> None:
 
 
 def _suite_document(name: str, database: str, output: Path, report: GenerationReport) -> dict[str, Any]:
-    import os
+    from .importers import _relative
 
-    if "://" in database:
-        db_ref = _file_url_from(database, output.parent)
-    else:
-        target, start = Path(database).resolve(), output.parent.resolve()
-        db_ref = str(target) if os.path.commonpath([target, start]) == os.path.sep else os.path.relpath(target, start)
+    db_ref = _file_url_from(database, output.parent) if "://" in database else _relative(Path(database), output.parent)
     cases = []
     for number, item in enumerate(report.kept, start=1):
         base = {"gold": item.sql}
