@@ -23,7 +23,8 @@ Definitions (n = scored cases):
 - ``question_match`` / ``interaction_match`` / ``interaction_execution_accuracy``:
   SParC's aggregates over interaction turns (the pass rule; every turn passes;
   every turn's execution matches).
-- ``by_gold_sql``: MRO 3.2, the mean per distinct gold SQL, then the mean of
+- ``by_gold_sql``: MRO 3.2, the mean per distinct gold SQL (on one database: a suite
+  whose cases name several databases groups each text per database), then the mean of
   those means (``error_count`` there is the sum of the per-group error rates).
 """
 
@@ -138,11 +139,18 @@ def plain_gold_key(sql: str) -> str:
 
 
 def group_key(record: Mapping[str, Any]) -> str:
-    """The gold SQL a case is grouped by; a case with ``expected:`` rows instead of a gold is a group of its own."""
+    """The gold SQL a case is grouped by, on its database (one text asks different questions of two databases);
+    a case with ``expected:`` rows instead of a gold is a group of its own."""
     gold = record.get("gold")
     if gold:
-        return gold_key(gold)
+        return _on_database(gold_key(gold), record)
     return f"\x00expected rows of {record.get('suite')}::{record.get('id')}"
+
+
+def _on_database(key: str, record: Mapping[str, Any]) -> str:
+    """``key`` and the case's database. The same suffix on every key of one database keeps their sorted order (NUL
+    sorts first), so a one-database suite's groups come in the order of their gold SQL alone."""
+    return f"{key}\x00{record.get('database') or ''}"
 
 
 def gold_groups(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
@@ -152,7 +160,7 @@ def gold_groups(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[
     plain: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
         gold = record.get("gold")
-        plain[plain_gold_key(gold) if gold else group_key(record)].append(record)
+        plain[_on_database(plain_gold_key(gold), record) if gold else group_key(record)].append(record)
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for key, members in plain.items():
         if len({member.get("gold") for member in members}) == 1:
