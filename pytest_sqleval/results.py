@@ -57,17 +57,52 @@ def temporal_as_text(value: Any) -> Any:
     return value
 
 
+def aware_timestamp(value: Any) -> datetime.datetime | None:
+    """``value`` as a timestamp with a UTC offset: a timezone-aware datetime, or text that writes one in ISO form
+    (``2024-01-05 10:30:00+00``, ``2024-01-05T10:30:00Z``, ``...+05:30``); None for anything else (a naive
+    timestamp, a date, other text)."""
+    if isinstance(value, str):
+        if not 19 < len(value) < 40 or value[4:5] != "-" or value[10:11] not in (" ", "T") or not value[:4].isdigit():
+            return None
+        try:
+            value = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if isinstance(value, datetime.datetime) and value.utcoffset() is not None:
+        return value
+    return None
+
+
+def instant_as_text(value: Any) -> Any:
+    """A timestamp with a UTC offset (a timezone-aware datetime, or its ISO text) as the ISO text of the same
+    instant in UTC (``2024-01-05 08:30:00+00:00`` for ``2024-01-05 10:30:00+02``), so that the session's time zone
+    and the offset a user wrote do not decide a comparison; a date, time or naive timestamp as
+    :func:`temporal_as_text` writes it; any other value as it is."""
+    aware = aware_timestamp(value)
+    if aware is not None:
+        try:
+            return aware.astimezone(datetime.timezone.utc).isoformat(sep=" ")
+        except OverflowError:  # year 1 or 9999 moved past the calendar's end: left as written
+            return temporal_as_text(value)
+    return temporal_as_text(value)
+
+
 def with_temporal_text(result: QueryResult) -> QueryResult:
-    """``result`` with its dates, times and timestamps as ISO text, and its UUIDs as their text
-    (``a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11``) (``result`` itself when it has none).
+    """``result`` with its dates, times and timestamps as ISO text, timestamps with a UTC offset (objects or
+    text) as the same instant in UTC, and its UUIDs as their text (``a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11``)
+    (``result`` itself when it has none).
 
     Used on both sides of a comparison with hand-written expected rows: YAML and SQLite have only text for
-    dates and UUIDs, DuckDB and PostgreSQL return date and UUID objects, and the two must meet."""
+    dates and UUIDs, DuckDB and PostgreSQL return date and UUID objects (a ``timestamptz`` in the session's time
+    zone), and the two must meet."""
     temporal = (datetime.date, datetime.time, uuid.UUID)  # datetime.datetime is a date
 
     def as_text(value: Any) -> Any:
-        return str(value) if isinstance(value, uuid.UUID) else temporal_as_text(value)
+        return str(value) if isinstance(value, uuid.UUID) else instant_as_text(value)
 
-    if not any(isinstance(v, temporal) for row in result.rows for v in row):
+    def converted(value: Any) -> bool:
+        return isinstance(value, temporal) or (isinstance(value, str) and aware_timestamp(value) is not None)
+
+    if not any(converted(v) for row in result.rows for v in row):
         return result
     return QueryResult(columns=result.columns, rows=[tuple(map(as_text, row)) for row in result.rows])
