@@ -317,12 +317,15 @@ def score_case(item, state, engines, prepared, chosen, *, database: str | None) 
 
         raise UserHookError(f"{hook_implementers(hook)} returned {shown_value(odd[0])}, which sets nothing: set the "
                             "case's values in the record it is given (record['my_metric'] = value)")
-    checked = active_registry().user_case_metrics()
-    if len(hook.get_hookimpls()) > 1:  # a user's hook ran after the built-in
-        checked = active_registry().case_metrics()  # scoring: it may have left a built-in a value no aggregate takes
+    registry = active_registry()
+    checked = registry.user_case_metrics()
+    users = [who for who, ran in (("a pytest_sqleval_score_case hook", len(hook.get_hookimpls()) > 1),
+                                  ("a metric's score()", bool(registry.scored()))) if ran]
+    if users:  # a user's hook, or a metric's own score() (given the live record), ran after the built-in
+        checked = registry.case_metrics()  # scoring: it may have left a built-in a value no aggregate takes
         problem = record_problem(record)  # or changed the record's own keys: this case's error, not a crash later
         if problem is not None:
-            raise UserHookError(f"a pytest_sqleval_score_case hook left {problem}")  # the user's doing, not ours
+            raise UserHookError(f"{' or '.join(users)} left {problem}")  # the user's doing, not ours
     for metric in checked:  # a user's metric left a value the aggregates can use (none: nothing to do)
         check_case_value(metric, record)
     for key in prediction_fields:  # after the scores, where they have always been (the JUnit property's order)

@@ -19,7 +19,7 @@ import functools
 import numbers
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
@@ -37,6 +37,11 @@ SUITE_METRICS_KEYS = frozenset({"errors_by_kind"})
 #: The breakdowns a threshold path starts with (``by_tag.joins.execution_accuracy``): a metric of one of these names
 #: could never be gated (its threshold would be read as the breakdown), so none may take them.
 BREAKDOWNS = ("by_gold_sql", "by_difficulty", "by_tag")
+#: What a breakdown's rows hold beside the metrics (:func:`pytest_sqleval.aggregate.breakdown`, ``grouped_by_gold``):
+#: a metric of one of these names would overwrite a row's count or its intervals, so none may take them.
+BREAKDOWN_ROW_KEYS = {"cases": "the rows of by_difficulty and by_tag hold 'cases' (their case count)",
+                      "groups": "by_gold_sql holds 'groups' (its number of distinct gold queries)",
+                      "intervals": "by_difficulty, by_tag and by_gold_sql hold 'intervals' (their 95% intervals)"}
 
 
 class MetricError(ValueError):
@@ -194,6 +199,11 @@ class MetricRegistry:
         if metric.name.lower() in ("and", "or"):  # pass_if's joiners (any case): `x and and` reads as a typo
             raise MetricError(f"metric {metric.name!r}: pass_if joins conditions with {metric.name.lower()!r}, so a "
                               "rule naming this metric would read as a broken rule; pick another name")
+        if metric.name in BREAKDOWN_ROW_KEYS:
+            raise MetricError(f"metric {metric.name!r}: {BREAKDOWN_ROW_KEYS[metric.name]} beside the metrics; pick "
+                              "another name")
+        if metric.value is not None and not any(metric is m for m in BUILTIN_METRICS):
+            metric = _value_as_score(metric)
         if metric.name in BREAKDOWNS:
             raise MetricError(f"metric {metric.name!r}: a threshold on {metric.name!r} names the suite's breakdown of "
                               f"that name ({metric.name}.<group>.<metric>), not a metric; pick another name")
@@ -328,6 +338,22 @@ def _record_keys() -> frozenset[str]:
     from .record import CaseRecord
 
     return frozenset(CaseRecord.__annotations__)
+
+
+def _value_as_score(metric: Metric) -> Metric:
+    """A user's metric given ``value=``, as one given ``score=``: its value is read from the record once, when the case
+    is scored (after the built-in scoring), and kept in ``record[case_key]``, so that pass_if, the checks of a
+    case's value and ``sqleval merge|gate`` (which have only the report) see what the run aggregated. Read at
+    aggregation instead, a value that is text was a crash of the run and one that is NaN a silent ``nan``."""
+    if metric.score is not None:
+        raise MetricError(f"metric {metric.name!r}: give value= or score=, not both (score(record, context) computes "
+                          "the case's value; value(record) reads it from the record)")
+    value = metric.value
+
+    def score(record: dict[str, Any], context: Any) -> Any:
+        return value(record)  # type: ignore[misc]
+
+    return replace(metric, value=None, score=score)
 
 
 def check_case_value(metric: Metric, record: Record) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 import sys
 import time
 from dataclasses import dataclass, field
@@ -204,7 +205,8 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
         return failed(f"the predictor's 'cached' is {answer.get('cached')!r}, not true or false; fix: return "
                       "'cached': True or False (from a file: write true or false unquoted)")
     latency = answer.get("latency_s")
-    latency = float(latency) if _count(latency) is not None else elapsed  # NaN, inf or negative: not a latency
+    latency = _count(latency)
+    latency = float(latency) if latency is not None else elapsed  # NaN, inf or negative: not a latency
     cost = None
     if config is not None and config.priced and tokens is not None:
         # a priced side whose token count the server did not send: the cost is unknown (None), not a zero
@@ -239,7 +241,7 @@ def _tokens(value: Any) -> dict[str, int | None] | None:
     # OpenAI's names, the short ones, and Anthropic's (`input_tokens`/`output_tokens`): the first one present counts
     prompt = _first_present(value, ("prompt", "prompt_tokens", "input", "input_tokens"))
     completion = _first_present(value, ("completion", "completion_tokens", "output", "output_tokens"))
-    as_int = lambda v: None if _count(v) is None else int(v)  # noqa: E731
+    as_int = lambda v: None if _count(v) is None else int(_count(v))  # noqa: E731
     tokens = {"prompt": as_int(prompt), "completion": as_int(completion)}
     # of the prompt tokens, those served from the endpoint's prompt cache (OpenAI's prompt_tokens_details
     # .cached_tokens): kept only when known, so a record without them keeps its two keys
@@ -270,11 +272,16 @@ def _flag(value: Any) -> bool | None:
 
 
 def _count(value: Any) -> float | None:
-    """A finite number >= 0 (a token count, a latency), else None: NaN, infinities and negatives are unknown."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A finite number >= 0 (a token count, a latency) as Python's int or float, else None: NaN, infinities and
+    negatives are unknown. numpy's numbers count (a local model's ``mask.sum()``, a float32 timer); bools do not."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy.bool_ is no Real either
         return None
-    if isinstance(value, int):  # past 2**53 no float holds it (10**400 would overflow): not a real count
-        return value if 0 <= value < 2**53 else None
+    if isinstance(value, numbers.Integral):  # past 2**53 no float holds it (10**400 would overflow): not a real count
+        return int(value) if 0 <= value < 2**53 else None
+    try:
+        value = float(value)
+    except OverflowError:  # a Fraction beyond any float
+        return None
     return value if math.isfinite(value) and value >= 0 else None
 
 

@@ -321,7 +321,8 @@ def _breakdowns(lines: list[str], suite: dict[str, Any]) -> None:
                  if any(k in _intervals(row) for row in breakdown.values())]
         lines.append(f"<details><summary>By {title} ({len(breakdown)})</summary>")
         lines.append("")
-        lines.append(f"| {title} | {count_key} | " + " | ".join(head for _, head in [*present, *spans]) + " |")
+        # a user's breakdown_label is one line of text, not a cell: `x|y` would split the header in two columns
+        lines.append(f"| {title} | {count_key} | " + " | ".join(cell(head) for _, head in [*present, *spans]) + " |")
         lines.append("|---|---:|" + "|".join(["---:" for _ in present] + ["---" for _ in spans]) + "|")
         for level, row in breakdown.items():
             cells = " | ".join([*(view.fmt(row.get(k)) for k, _ in present),
