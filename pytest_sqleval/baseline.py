@@ -287,6 +287,10 @@ def _interaction_values(cases: Sequence[Mapping[str, Any]], key) -> dict[str, di
     return interaction_values(turns, turn_key=key) if turns else {}
 
 
+#: The level of every interval of a delta (95%): a mean's interval holds 0 when its paired test's p >= 1 - level.
+CI_LEVEL = 0.95
+
+
 def paired_statistics(kind: str, paired: Sequence[tuple[float, float]]) -> dict[str, Any]:
     """Current, baseline, delta, its interval and the paired test of a ``rate`` (McNemar) or ``mean`` (sign flip;
     also a rate whose values are not all 0/1)."""
@@ -304,10 +308,17 @@ def paired_statistics(kind: str, paired: Sequence[tuple[float, float]]) -> dict[
                 "n_pairs": n, "ci_method": "exact_conditional", "discordant": {"better": fixed, "worse": regressed}}
     if kind == "mean":
         diffs = [c - b for c, b in paired]
-        interval = bootstrap_mean(diffs)
-        return {"current": current, "baseline": baseline, "delta": math.fsum(diffs) / n,
-                "ci": list(interval), "p_value": sign_flip(diffs), "test": "sign_flip",
-                "n_pairs": n, "ci_method": "paired_bootstrap"}
+        lo, hi = bootstrap_mean(diffs)
+        p_value = sign_flip(diffs)
+        stats = {"current": current, "baseline": baseline, "delta": math.fsum(diffs) / n,
+                 "ci": [lo, hi], "p_value": p_value, "test": "sign_flip",
+                 "n_pairs": n, "ci_method": "paired_bootstrap"}
+        if p_value >= 1 - CI_LEVEL and not lo <= 0 <= hi:
+            # the test finds no difference at the interval's level, so 0 is a plausible delta: a percentile bootstrap
+            # of few non-zero differences (all equal: zero width) would exclude it and contradict the p-value
+            stats["ci"] = [min(lo, 0.0), max(hi, 0.0)]
+            stats["ci_widened_to_zero"] = True
+        return stats
     raise KeyError(kind)
 
 

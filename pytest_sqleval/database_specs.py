@@ -110,10 +110,10 @@ def _database_from_text(ctx: LoadContext, text: str, line: int | None) -> Databa
                         fix="write a path or a SQLAlchemy URL (`database: shop.sqlite`), or leave the key out")
     expanded = expand_env(ctx, text, line)
     if "://" in expanded:
-        if expanded.startswith(("sqlite:///", "duckdb:///")) and len(expanded.split(":///", 1)[1].split("?")[0]) > 0:
-            prefix, rest = expanded.split(":///", 1)
+        prefix, _, rest = expanded.partition(":///")  # `sqlite+pysqlite:///shop.sqlite` names a file as `sqlite:///` does
+        if prefix.split("+", 1)[0] in ("sqlite", "duckdb") and len(rest.split("?")[0]) > 0:
             file_part, query = (rest.split("?", 1) + [""])[:2]
-            if (file_part.startswith("file:") and prefix == "sqlite"  # SQLite's URI filename (`?uri=true`)
+            if (file_part.startswith("file:") and prefix.startswith("sqlite")  # SQLite's URI filename (`?uri=true`)
                     and not ctx.resolve(unquote(file_part)).is_file()):  # (not a file that is named so)
                 plain = unquote(file_part[len("file:"):])
                 plain = plain[2:] if plain.startswith("///") else plain  # file:///abs/path -> /abs/path

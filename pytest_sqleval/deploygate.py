@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .aggregate import aggregate_overall, aggregate_suite
@@ -328,6 +329,11 @@ def merge_reports(sources: Sequence[tuple[str, Mapping[str, Any]]], *, baseline:
         raise MergeError("sqleval merge", "no reports to merge", "name two or more report files")
     _check_same_metrics(sources)
     warnings = _shard_warnings(sources)
+    selections = _different_selections(sources)
+    if selections:
+        warnings.append(f"the shards ran different selections ({selections}): each shard split its own selection, so "
+                        "the merged report is no one run's and cases of either selection may be in no shard; run "
+                        "every shard with the same -k, -m and --deselect")
     seen: dict[tuple[str, str], str] = {}
     cases: list[dict[str, Any]] = []
     templates: dict[str, Mapping[str, Any]] = {}
@@ -350,8 +356,11 @@ def merge_reports(sources: Sequence[tuple[str, Mapping[str, Any]]], *, baseline:
         for case in report["cases"]:
             key = (case["suite"], str(case["id"]))
             if key in seen:
-                raise MergeError(path, f"case {key[0]}::{key[1]} is also in {seen[key]}",
-                                 "merge the reports of disjoint shards (--sqleval-shard K/N) or of disjoint suites")
+                fix = "merge the reports of disjoint shards (--sqleval-shard K/N) or of disjoint suites"
+                if selections:
+                    fix = (f"the shards ran different selections ({selections}); run every shard with the same -k, -m "
+                           "and --deselect")
+                raise MergeError(path, f"case {key[0]}::{key[1]} is also in {seen[key]}", fix)
             seen[key] = path
             cases.append(normalise_case(case))
     order = {name: entry.get("path") or name for name, entry in templates.items()}
@@ -465,14 +474,35 @@ def merged_run(runs: Sequence[tuple[str, Mapping[str, Any]]], warnings: list[str
     incomplete = [f"{path}: {r['incomplete']}" for path, r in runs if r.get("incomplete")]
     run["incomplete"] = "; ".join(incomplete) or None  # one stopped shard leaves the merged run incomplete
     run["deselected"] = merged_deselected([r.get("deselected") for _, r in runs], case_counts,
-                                          sharded=[bool(r.get("shard")) for _, r in runs])
+                                          sharded=[bool(r.get("shard")) for _, r in runs],
+                                          suite_cases=[r.get("suite_cases") for _, r in runs])
+    suite_cases: dict[str, Any] = {}
+    for _, r in runs:
+        suite_cases.update(r.get("suite_cases") or {})
+    run["suite_cases"] = dict(sorted(suite_cases.items()))
+    run["selection"] = first.get("selection") if all(r.get("selection") == first.get("selection") for _, r in runs) else None
     run["merged_from"] = [{"path": p, "shard": r.get("shard"), "duration_s": r.get("duration_s")} for p, r in runs]
     run["merge_warnings"] = warnings
     return run
 
 
+def _different_selections(sources: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """The selections (-k, -m, --deselect, --lf) of shards of one run (--sqleval-shard) when they differ, as text;
+    '' when they agree, or the reports are not shards (runs split by -k are disjoint selections by design)."""
+    marked = [(p, (r.get("run") or {}).get("selection")) for p, r in sources if (r.get("run") or {}).get("shard")]
+    known = [(p, s) for p, s in marked if isinstance(s, Mapping)]
+    if len(known) < 2 or all(s == known[0][1] for _, s in known):
+        return ""
+
+    def described(selection: Mapping[str, Any]) -> str:
+        parts = [f"{key} {value!r}" if not isinstance(value, bool) else key for key, value in selection.items()]
+        return " ".join(parts) or "no selection"
+
+    return "; ".join(f"{Path(p).name}: {described(s)}" for p, s in known)
+
+
 def merged_deselected(counts: Sequence[Any], case_counts: Sequence[int] | None, *,
-                      sharded: Sequence[bool]) -> int | None:
+                      sharded: Sequence[bool], suite_cases: Sequence[Any] | None = None) -> int | None:
     """The merged run's deselected cases. Reports of disjoint runs (no shard): the sum of theirs. Shards: a shard
     deselects the other shards' cases besides the user's -k or --deselect, so each shard's ``deselected + cases``
     is the whole run's case count, and the merge leaves out that count less the cases of all the reports. ``None``
@@ -480,6 +510,11 @@ def merged_deselected(counts: Sequence[Any], case_counts: Sequence[int] | None, 
     different suites): no one count holds for the merge."""
     if case_counts is None or not counts or any(not isinstance(n, int) or isinstance(n, bool) for n in counts):
         return None
+    sizes = _suite_sizes(suite_cases)
+    if sizes is not None:  # each report selected its suites' cases less its deselected ones: the rest of all suites'
+        totals = [sum(s.values()) for s in (suite_cases or ())]
+        selected = sum(total - n for total, n in zip(totals, counts))
+        return max(0, sum(sizes.values()) - selected)
     if not any(sharded):
         return sum(counts)
     if not all(sharded):
@@ -488,6 +523,19 @@ def merged_deselected(counts: Sequence[Any], case_counts: Sequence[int] | None, 
     if len(totals) != 1:
         return None
     return max(0, totals.pop() - sum(case_counts))
+
+
+def _suite_sizes(suite_cases: Sequence[Any] | None) -> dict[str, int] | None:
+    """Every suite's case count over the reports (``run.suite_cases``); None when a report has none (an older
+    report) or two reports count one suite otherwise (different suite files)."""
+    if not suite_cases or any(not isinstance(s, Mapping) for s in suite_cases):
+        return None
+    sizes: dict[str, int] = {}
+    for block in suite_cases:
+        for name, n in block.items():
+            if not isinstance(n, int) or isinstance(n, bool) or sizes.setdefault(name, n) != n:
+                return None
+    return sizes
 
 
 def threshold_argument(text: str) -> Threshold:

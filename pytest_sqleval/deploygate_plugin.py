@@ -101,11 +101,14 @@ def pytest_configure(config: pytest.Config) -> None:
     deploy = DeployState(options=options, shard=shard, started=time.time())
     if baseline_path is not None and not hasattr(config, "workerinput"):
         from .baseline import ReportError, load_report
-        from .settings import _ini_path
+        from .settings import SettingsError, _ini_path
 
         # the ini's path is relative to the ini file's folder, as sqleval_predictions is (pytest run from a subfolder)
-        source, path = (("--sqleval-baseline", baseline_path) if option.sqleval_baseline
-                        else ("ini option sqleval_baseline:", _ini_path(config, baseline_path)))
+        try:
+            source, path = (("--sqleval-baseline", baseline_path) if option.sqleval_baseline
+                            else ("ini option sqleval_baseline:", _ini_path(config, baseline_path, "sqleval_baseline")))
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
         try:
             deploy.baseline = load_report(path, role="baseline")
         except ReportError as exc:
@@ -192,6 +195,16 @@ def score_options(state) -> dict[str, Any]:
     }
 
 
+def run_selection(config: pytest.Config) -> dict[str, Any]:
+    """The options that select the run's cases before --sqleval-shard splits them (empty ones left out): shards of
+    one run must agree on them, or each splits another selection."""
+    option = config.option
+    selection = {"-k": getattr(option, "keyword", "") or None, "-m": getattr(option, "markexpr", "") or None,
+                 "--deselect": sorted(getattr(option, "deselect", None) or ()) or None,
+                 "--lf": bool(getattr(option, "lf", False)) or None}
+    return {key: value for key, value in selection.items() if value is not None}
+
+
 def extend_report(config: pytest.Config, state, report: dict[str, Any]) -> dict[str, Any]:
     """Called by the core with the report dict (suites, cases, run): adds run metadata, overall, baseline, gates."""
     from pathlib import Path
@@ -210,6 +223,9 @@ def extend_report(config: pytest.Config, state, report: dict[str, Any]) -> dict[
     report["run"] = run_block(rootdir=Path(config.rootpath), started=deploy.started, finished=time.time(),
                               suites=state.suites.values(), predictions=state.settings.predictions,
                               options=options, shard=shard, base=report.get("run"))
+    # what a merge needs to tell shards of one run from runs split by -k: the selection, and each suite's size
+    report["run"]["selection"] = run_selection(config)
+    report["run"]["suite_cases"] = dict(sorted((suite.name, len(suite.cases)) for suite in state.suites.values()))
     complete_report(report, deploy.options, baseline=deploy.baseline, baseline_path=deploy.options.baseline)
     deploy.report = report
     return report

@@ -42,10 +42,13 @@ class SuiteError(Exception):
 class QueryError(Exception):
     """A query that did not produce a result. ``kind`` is one of :data:`ERROR_KINDS`."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, *, function: str | None = None) -> None:
         assert kind in ERROR_KINDS, kind
         self.kind = kind
         self.message = message
+        #: the function the guard refused as not on the allowlist (``rejected``), as the query names it: a caller
+        #: with its own way to allow functions (``sqleval generate --allow-function``) says so instead of the suite's
+        self.function = function
         super().__init__(f"{kind}: {message}")
 
 

@@ -118,6 +118,7 @@ def _without_nulls(mapping: LineMapping, kept: tuple[str, ...] = _NULL_KEPT) -> 
     trimmed = LineMapping((key, value) for key, value in mapping.items() if value is not None or key in kept)
     trimmed.line, trimmed.key_lines = mapping.line, mapping.key_lines
     trimmed.merged_keys, trimmed.id_text = mapping.merged_keys, mapping.id_text
+    trimmed.number_texts = mapping.number_texts
     return trimmed
 
 
@@ -482,13 +483,13 @@ def _plain(value: Any, budget: list[int] | None = None) -> Any:
 
 
 def _text_value(ctx: LoadContext, mapping: LineMapping, key: str, where: str = "") -> str | None:
-    """A text field (`suite:`, `description:`, `question:`, `evidence:`): text or a number, never a list, a
-    mapping or a YAML true/false (an unquoted `yes` or `no`), which str() would silently turn into other text."""
+    """A text field (`suite:`, `description:`, `question:`, `evidence:`): text or a number (as written), never a
+    list, a mapping or a YAML true/false (an unquoted `yes` or `no`), which str() would silently turn into other text."""
     value = mapping.get(key)
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
+        return mapping.number_texts.get(key, str(value))  # as written: `question: 3.10` is not the text 3.1
     of = f" of {where!r}" if where else ""
     raise ctx.error(f"`{key}:`{of} must be text, not {yaml_type(value)}", mapping.key_lines.get(key, mapping.line),
                     fix=f"quote it: `{key}: \"...\"` (YAML reads unquoted yes/no/true/false as true/false, "

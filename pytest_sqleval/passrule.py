@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .registry import active_registry
+from .thresholds import did_you_mean, same_value
 
 
 def clause_names() -> tuple[str, ...]:
@@ -65,7 +66,10 @@ class Condition:
             return False
         if self.op is None:
             return bool(actual)
-        return _OPERATORS[self.op](float(actual), self.value)
+        actual = float(actual)
+        if same_value(actual, self.value):  # equal up to the last bits of float arithmetic (BIRD's soft F1 of
+            return self.op in ("==", ">=", "<=")  # 3/4 is 0.7499999999999999): as a threshold reads it
+        return _OPERATORS[self.op](actual, self.value)
 
     def __str__(self) -> str:
         if self.clauses is not None:
@@ -140,7 +144,8 @@ def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
         if registered is not None and not registered.in_pass_if:  # registered, but not for pass_if: say so
             raise PassRuleError(f"unknown metric {metric!r} in pass_if: it is registered with in_pass_if=False (a "
                                 f"suite figure, not a case's value); per-case metrics are: {', '.join(known)}")
-        raise PassRuleError(f"unknown metric {metric!r} in pass_if; per-case metrics are: {', '.join(known)}")
+        raise PassRuleError(f"unknown metric {metric!r} in pass_if{did_you_mean(metric, known)}; per-case metrics "
+                            f"are: {', '.join(known)}")
     i += 1
     if i < len(tokens) and tokens[i] == "(":
         if metric != "exact_match":

@@ -126,7 +126,8 @@ def pytest_configure(config: pytest.Config) -> None:
     predictions = None
     if settings.predictions is not None:
         try:
-            predictions = load_predictions(settings.predictions)
+            predictions = load_predictions(settings.predictions, "--sqleval-predictions" if settings.predictions_from_cli
+                                           else "the ini option sqleval_predictions (a path relative to the ini file)")
         except SuiteError as exc:
             raise pytest.UsageError(exc.render()) from None
     worker = config.workerinput["workerid"] if is_worker(config) else "main"

@@ -147,6 +147,9 @@ class _Checker:
         self.policy = policy
         self.dialect = dialect
         self.schema = schema
+        #: the schema a bare table name resolves to: the engine's (PostgreSQL's current_schema(), by its search_path)
+        #: when the schema was read from one, else the dialect's default (public; main)
+        self.default_schema = getattr(schema, "default_schema", None) or _DEFAULT_SCHEMAS.get(_dialect_name(dialect))
         self.scopes = traverse_scope(tree)
         self.in_tables, self.in_calls = _in_sources(tree, dialect)
         self.violations: list[str] = []
@@ -182,11 +185,18 @@ class _Checker:
         return [t for t in self.tree.find_all(exp.Table)
                 if id(t) not in scoped and t.name and not t.db and t.name.lower() not in ctes]
 
-    def _table_columns(self, name: str) -> tuple[str, ...] | None:
+    def _table_columns(self, table) -> tuple[str, ...] | None:
+        """The columns of a table of the query (an ``exp.Table``; or a bare name), as the engine resolves it: a name
+        qualified with another schema than the default one is that schema's table (PostgreSQL's ``app.regions``),
+        not the default schema's of the same name; None when the schema does not know it."""
         if self.schema is None:
             return None
-        table = self.schema.table(name)
-        return tuple(c.lower() for c in table.columns) if table is not None else None
+        name, db = (table, "") if isinstance(table, str) else (table.name, table.db)
+        if db and db.lower() != (self.default_schema or "").lower():
+            columns = (getattr(self.schema, "qualified_columns", None) or {}).get(f"{db}.{name}".lower())
+            return tuple(c.lower() for c in columns) if columns is not None else None
+        found = self.schema.table(name)
+        return tuple(c.lower() for c in found.columns) if found is not None else None
 
     def _column_table(self, scope, column) -> str | None:
         """The real table a column of ``scope`` belongs to, or None (derived table, or unknown)."""
@@ -200,14 +210,14 @@ class _Checker:
         if len(scope.sources) == 1 and physical:
             return next(iter(physical.values())).name.lower()
         owners = [t.name.lower() for t in physical.values()
-                  if (cols := self._table_columns(t.name)) is not None and column.name.lower() in cols]
+                  if (cols := self._table_columns(t)) is not None and column.name.lower() in cols]
         return owners[0] if len(owners) == 1 else None
 
     # -- tables ------------------------------------------------------------
     def _check_tables(self) -> None:
 
         allowed = {t.lower() for t in self.policy.tables or ()}
-        default = _DEFAULT_SCHEMAS.get(_dialect_name(self.dialect))
+        default = (self.default_schema or "").lower() or None
         for table in self._all_tables() + self._unscoped_tables() + self.in_tables:
             if not table.name:  # a table function (generate_series(...)) reads no table
                 continue
@@ -281,7 +291,7 @@ class _Checker:
                    if _reads_every_column(t.parent)]
         for table, how in wholes:
             forbidden = anywhere | by_table.get(table.name.lower(), set())
-            columns = self._table_columns(table.name)
+            columns = self._table_columns(table)
             hit = sorted(forbidden) if columns is None else [c for c in columns if c in forbidden]
             if hit:
                 self.violations.append(
@@ -337,7 +347,7 @@ class _Checker:
                 forbidden = anywhere | by_table.get(table.name.lower(), set())
                 if not forbidden:
                     continue
-                columns = self._table_columns(table.name)
+                columns = self._table_columns(table)
                 if columns is None:
                     self.violations.append(
                         f"selects * from {table.name!r}, which may include forbidden column(s) "
@@ -367,7 +377,7 @@ class _Checker:
 
     def _scope_has_column(self, physical: dict[str, Any], name: str) -> bool:
         """Does one of the scope's own tables have a column ``name`` (by the schema)?"""
-        return any(name.lower() in (self._table_columns(t.name) or ()) for t in physical.values())
+        return any(name.lower() in (self._table_columns(t) or ()) for t in physical.values())
 
     def _whole_rows(self, scope, physical: dict[str, Any]) -> list[list[Any]]:
         """Tables whose every column a scope reads without naming them: a whole-row reference (``SELECT s FROM
@@ -400,7 +410,7 @@ class _Checker:
                 source = physical.get(node.name) or physical.get(node.name.lower())
                 if source is None and not self._scope_has_column(physical, node.name):
                     source = self._outer_table(scope, node.name)  # a correlated `SELECT (SELECT t) FROM tickets t`
-                columns = self._table_columns(source.name) if source is not None else None
+                columns = self._table_columns(source) if source is not None else None
                 if source is not None and (columns is None or node.name.lower() not in columns):
                     found.append([source])
         for source in physical.values():
@@ -418,7 +428,7 @@ class _Checker:
         wanted = self.policy.require_filter
         for scope in self.scopes:
             for alias, table in self._physical_sources(scope).items():
-                if not self._is_filtered_table(table.name, qualifiers, needed):
+                if not self._is_filtered_table(table, qualifiers, needed):
                     continue
                 if not self._scope_filters(scope, alias, table, predicate, len(self._physical_sources(scope))):
                     where = ("the query has no WHERE" if scope.expression.args.get("where") is None
@@ -428,23 +438,23 @@ class _Checker:
                         f"required filter `{wanted}` ({where}): {_short(scope.expression.sql(self.dialect))}"
                     )
         for table in self.in_tables:
-            if self._is_filtered_table(table.name, qualifiers, needed):
+            if self._is_filtered_table(table, qualifiers, needed):
                 self.violations.append(
                     f"reads {table.name!r} without the required filter `{wanted}` (`IN {table.sql(self.dialect)}` "
                     f"reads the whole table; write `IN (SELECT ... WHERE {wanted})`)"
                 )
         for table in self._unscoped_tables():
-            if self._is_filtered_table(table.name, qualifiers, needed):
+            if self._is_filtered_table(table, qualifiers, needed):
                 self.violations.append(
                     f"reads {table.name!r} without the required filter `{wanted}` "
                     f"({_article(_statement_kind(table.parent))} statement has no WHERE; give it a filtered subquery instead): "
                     f"{_short(table.parent.sql(self.dialect))}"
                 )
 
-    def _is_filtered_table(self, name: str, qualifiers: set[str], needed: set[str]) -> bool:
+    def _is_filtered_table(self, table, qualifiers: set[str], needed: set[str]) -> bool:
         if qualifiers:
-            return name.lower() in qualifiers
-        columns = self._table_columns(name)
+            return table.name.lower() in qualifiers
+        columns = self._table_columns(table)
         if columns is None:
             return True
         return needed <= set(columns)

@@ -61,13 +61,14 @@ class Prediction:
     written_id: str = ""
 
 
-def load_predictions(path: str | Path) -> dict[str, Prediction]:
+def load_predictions(path: str | Path, option: str = "--sqleval-predictions") -> dict[str, Prediction]:
+    """The predictions of a JSON Lines file; ``option`` names where its path was given (for a file it cannot read)."""
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise SuiteError(f"cannot read the predictions file: {exc.strerror}", path=path,
-                         fix="pass an existing JSON Lines file to --sqleval-predictions") from None
+                         fix=f"pass an existing JSON Lines file to {option}") from None
     predictions: dict[str, Prediction] = {}
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Windows tools write one): not part of line 1
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell 5's `>` writes UTF-16: not JSON Lines' UTF-8

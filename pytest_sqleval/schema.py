@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from .errors import SuiteError
 
@@ -45,6 +45,11 @@ class Schema:
     foreign_keys: tuple[ForeignKey, ...] = ()
     _table_index: dict[str, Table] = field(default=None, init=False, repr=False, compare=False)  # type: ignore[assignment]
     _column_index: dict[tuple[str, str], int] = field(default=None, init=False, repr=False, compare=False)  # type: ignore[assignment]
+    #: Read from an engine with schemas (PostgreSQL): the schema a bare table name resolves to (current_schema(), by
+    #: the search_path), and every other schema's tables' columns by ``schema.table`` in lower case, for the SQL
+    #: policy to read a qualified name as the engine does. Not part of == or the hash.
+    default_schema: str | None = field(default=None, compare=False)
+    qualified_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
     #: The hash, computed on first use: a schema is a key of several per-session caches, asked once or more per
     #: case, and hashing it walks every table and foreign key. Never pickled (another process hashes text
     #: differently).

@@ -184,7 +184,7 @@ def resolve_settings(config) -> Settings:
     connect_timeout = connect_cli or _ini_number(_getini(config, "sqleval_connect_timeout"), "sqleval_connect_timeout",
                                                  connect_seconds)
     predictions_cli = _cli_path(option.sqleval_predictions, "--sqleval-predictions", "a JSON Lines predictions file")
-    predictions = predictions_cli or _ini_path(config, ini("sqleval_predictions"))
+    predictions = predictions_cli or _ini_path(config, ini("sqleval_predictions"), "sqleval_predictions")
     json_path = _cli_path(option.sqleval_json, "--sqleval-json", "a file path for the JSON report") \
         or _ini_output_path(ini("sqleval_json"), "sqleval_json")
     ini_thresholds = []
@@ -192,7 +192,7 @@ def resolve_settings(config) -> Settings:
         try:
             ini_thresholds.append(parse_assignment(line, "ini"))
         except ThresholdError as exc:
-            several = " (write one METRIC=VALUE per line)" if line.count("=") > 1 else ""
+            several = " (write one METRIC=VALUE per line)" if line.count("=") > 1 and not exc.fix else ""
             raise SettingsError(f"ini option sqleval_thresholds: {exc.described()}{several}"
                                 f"{_not_yet_registered(line, exc)}") from None
     return Settings(
@@ -293,13 +293,14 @@ def _known_dialect(url: str, source: str) -> str:
     return url
 
 
-def _ini_path(config, value):
+def _ini_path(config, value, name: str):
     """An ini option's file path, relative to the ini file's folder (as pytest reads the paths of its own ini
-    options), so that `pytest` run from a subfolder finds the same file; a command-line path is the user's."""
+    options), so that `pytest` run from a subfolder finds the same file; a command-line path is the user's.
+    ``~`` and ``$VARS`` expand, as in the output paths (:func:`_ini_output_path`)."""
     if value is None:
         return None
     base = getattr(config, "inipath", None)
-    path = Path(os.path.expanduser(str(value)))
+    path = Path(_ini_output_path(value, name))
     return path if path.is_absolute() or base is None else Path(base).parent / path
 
 

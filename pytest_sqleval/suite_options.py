@@ -72,7 +72,10 @@ def _predictions_file(ctx: LoadContext, data: LineMapping):
     if not value.strip():
         raise ctx.error("`predictions:` is empty", line,
                         fix="write e.g. `predictions: preds.jsonl` (relative to the suite file), or leave the key out")
-    path = ctx.resolve(value.strip())  # `" preds.jsonl"`: without the white space around it, as `database:` paths
+    from .database_specs import expand_env
+
+    # `" preds.jsonl"`: without the white space around it, and with `${VAR}` expanded, as `database:` paths
+    path = ctx.resolve(expand_env(ctx, value.strip(), line))
     if path.is_dir():
         raise ctx.error(f"the predictions path is a directory, not a file: {path}", line,
                         fix="name the JSON Lines file inside it, e.g. `predictions: preds/model.jsonl`")

@@ -175,8 +175,17 @@ def gateable_metric(name: str) -> Metric:
             why = "gateable=False" if not active_registry()[name].gateable else "reported=False (no aggregate)"
             raise ThresholdError(f"unknown metric {name!r} for a threshold: {name!r} is registered with "
                                  f"{why}, so it cannot be gated; metrics that may be: {', '.join(metrics)}")
-        raise ThresholdError(f"unknown metric {name!r}; metrics are: {', '.join(metrics)}")
+        raise ThresholdError(f"unknown metric {name!r}{did_you_mean(name, metrics)}; metrics are: {', '.join(metrics)}")
     return active_registry()[name]
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'soft_f1'?)`` for a metric name written in other letter case or with `-` for `_`
+    (`SOFT_F1`, `soft-f1`); else ``""`` (a closest spelling could name another metric: `exec_match` is closer to
+    `exact_match` than to `execution_match`)."""
+    written = str(name).strip().lower().replace("-", "_")
+    same = [n for n in names if n.lower() == written and n != name]
+    return f" (did you mean {same[0]!r}?)" if same else ""
 
 
 def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool = False) -> Threshold:
@@ -193,15 +202,22 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
     bound, kind = found.bound, found.kind
     if isinstance(value, bool):  # YAML `true`/`yes`: float(True) would silently be 1.0
         raise ThresholdError(f"threshold for {metric} must be a number, not {str(value).lower()}")
+    if isinstance(value, str) and "=" in value:  # `execution_accuracy=0.9 soft_f1=0.8`: two thresholds in one
+        raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}",
+                             fix=_ONE_EACH.get(source, _ONE_EACH["cli"]))
     if isinstance(value, str) and "_" in value:  # Python's float() reads `0_5` as 5 (digit grouping): a typo here
         raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}",
-                             fix=f"write the number with a decimal point: {value.replace('_', '.', 1)}?")
+                             fix=f"write the number with a decimal point: {value.replace('_', '.', 1)}?"
+                             if _is_number(value.replace("_", ".", 1)) else None)
     if not isinstance(value, (int, float)):
         try:
             value = float(value)
         except (TypeError, ValueError):
-            raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}") from None
-    value = float(value)
+            comment = source == "ini" and isinstance(value, str) and any(c in value for c in "#;")
+            raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}",
+                                 fix="an ini value has no comment after it: `# ...` is read as part of the value, so "
+                                     "put the comment on a line of its own" if comment else None) from None
+    value = float(value) + 0.0  # `-0` is the limit 0 (shown as -0.00 in the verdict and the report otherwise)
     if value != value or value in (float("inf"), float("-inf")):
         raise ThresholdError(f"threshold for {metric} must be a finite number, not {value}")
     if kind != "count" and found.maximum is not None and not 0.0 <= value <= found.maximum:
@@ -218,6 +234,20 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
         raise ThresholdError(f"{metric} is a count of cases, a whole number; a {bound}imum of {value:g} is not one",
                              fix=f"write a whole number: {whole} is the same gate for {metric}")
     return Threshold(metric, bound, value, source)
+
+
+#: How to write several thresholds, by where they are written.
+_ONE_EACH = {"cli": "give one --sqleval-threshold METRIC=VALUE for each metric",
+             "ini": "write one METRIC=VALUE per line",
+             "suite": "write one `metric: value` per line under `thresholds:`"}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return "_" not in text
 
 
 def parse_assignment(text: str, source: str) -> Threshold:

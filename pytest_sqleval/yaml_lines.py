@@ -31,6 +31,9 @@ class LineMapping(dict):
     merged_keys: frozenset[str] = frozenset()
     #: The `id:` value as written in the file, when it is a scalar (for messages about what YAML made of it).
     id_text: str | None = None
+    #: Plain scalars YAML read as numbers, as written (`question: 3.10` is 3.1, `1_000` 1000, `1:30` 90), for
+    #: the keys that take text.
+    number_texts: dict[str, str]
 
 
 class LineSequence(list):
@@ -86,6 +89,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMappi
     mapping = LineMapping()
     mapping.line = node.start_mark.line + 1
     mapping.key_lines = {}
+    mapping.number_texts = {}
     for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
@@ -115,6 +119,8 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMappi
             )
         if key == "id" and isinstance(value_node, yaml.ScalarNode):
             mapping.id_text = value_node.value  # as written: `id: yes` is True, `id: 1.50` is 1.5
+        elif type(value) in (int, float) and isinstance(value_node, yaml.ScalarNode):
+            mapping.number_texts[key] = value_node.value
         mapping.key_lines[key] = key_node.start_mark.line + 1
     if from_merge:
         mapping.merged_keys = frozenset(from_merge)

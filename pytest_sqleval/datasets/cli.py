@@ -145,6 +145,8 @@ def add_generate(subparsers) -> None:
     parser.add_argument("--cache", default=".sqleval_cache", metavar="DIR", help="response cache (default .sqleval_cache)")
     parser.add_argument("--cache-mode", default="use", choices=("use", "refresh", "off", "only"))
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per query (default 10)")
+    parser.add_argument("--allow-function", action="append", metavar="NAME",
+                        help="a pure function of your database the guard lets the generated SQL call (repeatable)")
     parser.add_argument("--report", metavar="PATH", help="the generation report (default: OUTPUT with .report.json)")
     parser.set_defaults(handler=generate_command)
 
@@ -162,7 +164,8 @@ def generate_command(args: argparse.Namespace) -> int:
         options = GenerateOptions.from_text(
             count=args.count, mix=args.mix, batch=args.batch, sample_rows=args.sample_rows,
             max_result_rows=args.max_result_rows, paraphrases=args.paraphrases, check=args.check,
-            temperature=args.temperature, timeout=args.timeout, seed=args.seed)
+            temperature=args.temperature, timeout=args.timeout, seed=args.seed,
+            allow_functions=tuple(args.allow_function or ()))
         report = generate_suite(args.database, args.output, options=options, model=model, url=args.model_url,
                                 key_env=args.model_key_env, cache_dir=args.cache, cache_mode=args.cache_mode,
                                 report_path=args.report)

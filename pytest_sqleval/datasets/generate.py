@@ -58,6 +58,7 @@ class GenerateOptions:
     temperature: float = 1.0
     timeout: float = 10.0
     seed: int | None = None  # the requests' `seed`; the pipeline itself makes no random choice
+    allow_functions: tuple[str, ...] = ()  # the database's own functions the guard lets run (--allow-function)
 
     @classmethod
     def from_text(cls, *, mix: str | None, **values: Any) -> GenerateOptions:
@@ -471,7 +472,8 @@ def _temporal(node) -> bool:
 
 
 def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str, max_result_rows: int,
-           timeout: float, kept: list[Kept] | None = None) -> tuple[list[Kept], list[Drop]]:
+           timeout: float, kept: list[Kept] | None = None,
+           allow_functions: Sequence[str] = ()) -> tuple[list[Kept], list[Drop]]:
     """The execution filters, in order: parses as one query, runs under the guard, non-empty, at most
     ``max_result_rows`` rows, the same result twice, not a duplicate of a kept query."""
     import sqlglot
@@ -486,6 +488,7 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
 
     kept = list(kept or [])
     drops: list[Drop] = []
+    allow = frozenset(str(name).strip().lower() for name in allow_functions)
     for sql, reasoning in candidates:
         sql = (sql or "").strip()
         if sql and not looks_like_sql(sql):  # a fence or prose around the query: read it out as a prediction's
@@ -506,12 +509,17 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
             continue
         tree = trees[0]
         try:
-            first = run_query(engine, sql, timeout=timeout, max_rows=max_result_rows, untrusted=True, dialect=dialect)
+            first = run_query(engine, sql, timeout=timeout, max_rows=max_result_rows, untrusted=True, dialect=dialect,
+                              allow_functions=allow)
         except QueryError as exc:
             if exc.kind == "row_limit":
                 drops.append(Drop("too_many_rows", sql, f"more than {max_result_rows} rows"))
             elif exc.kind == "timeout":  # the query error's hint names pytest's option, not this command's
                 drops.append(Drop("does_not_run", sql, f"timeout: ran past {timeout:g} s (raise it with --timeout)"))
+            elif exc.function:  # its hint names a suite's `allow_functions:`: this command has its own option
+                drops.append(Drop("does_not_run", sql, f"rejected: calls {exc.function}(), which is not on the {dialect} "
+                                                       "allowlist of pure functions; if it is a pure function of your "
+                                                       f"database, allow it with --allow-function {exc.function}"))
             else:
                 drops.append(Drop("does_not_run", sql, f"{exc.kind}: {str(exc).split(': ', 1)[-1][:160]}"))
             continue
@@ -523,7 +531,8 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
             continue
         ordered = isinstance(tree, exp.Select) and tree.args.get("order") is not None
         try:
-            second = run_query(engine, sql, timeout=timeout, max_rows=max_result_rows, untrusted=True, dialect=dialect)
+            second = run_query(engine, sql, timeout=timeout, max_rows=max_result_rows, untrusted=True, dialect=dialect,
+                               allow_functions=allow)
         except QueryError as exc:
             drops.append(Drop("nondeterministic", sql, f"the second run failed: {exc.kind}"))
             continue
@@ -541,7 +550,8 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
         unsure = next((f for f in determinism_findings(sql, first, engine, dialect=dialect, timeout=timeout,
                                                        max_rows=max_result_rows + 1, untrusted=True)
                        if f.kind in ("ties_at_limit", "unstable") or (f.kind == "limit_without_order" and _cuts_rows(
-                           engine, tree, limit, len(first.rows), dialect=dialect, timeout=timeout))), None)
+                           engine, tree, limit, len(first.rows), dialect=dialect, timeout=timeout,
+                           allow_functions=allow))), None)
         if unsure is not None:
             drops.append(Drop("nondeterministic", sql, unsure.message))
             continue
@@ -563,7 +573,8 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
     return kept, drops
 
 
-def _cuts_rows(engine, tree, limit: int | None, returned: int, *, dialect: str, timeout: float) -> bool:
+def _cuts_rows(engine, tree, limit: int | None, returned: int, *, dialect: str, timeout: float,
+               allow_functions: frozenset[str] = frozenset()) -> bool:
     """Does the query's LIMIT leave rows out (so which ones come back matters)? Not when fewer rows came back, nor
     when the query with LIMIT ``limit + 1`` returns no more; an unreadable LIMIT (``LIMIT ?``) is taken to cut."""
     from ..errors import QueryError
@@ -575,7 +586,7 @@ def _cuts_rows(engine, tree, limit: int | None, returned: int, *, dialect: str, 
         return False
     try:
         wider = run_query(engine, tree.copy().limit(limit + 1).sql(dialect=dialect), timeout=timeout,
-                          max_rows=limit + 1, untrusted=True, dialect=dialect)
+                          max_rows=limit + 1, untrusted=True, dialect=dialect, allow_functions=allow_functions)
     except QueryError:
         return True
     return len(wider.rows) > limit
@@ -645,7 +656,7 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
                 continue
             report.proposed += len(candidates)
             kept, drops = screen(engine, candidates, dialect=dialect, max_result_rows=options.max_result_rows,
-                                 timeout=options.timeout, kept=kept)
+                                 timeout=options.timeout, kept=kept, allow_functions=options.allow_functions)
             report.drops.extend(drops)
 
         # 3: a question (and paraphrases) per kept SQL

@@ -420,7 +420,7 @@ def _result(answer: Any) -> QueryResult:
         return QueryResult(columns=tuple(payload[0]), rows=payload[1], elapsed=payload[2] if len(payload) > 2 else None)
     if status == "database":
         raise DatabaseError(answer[1])
-    raise QueryError(answer[1], answer[2])
+    raise QueryError(answer[1], answer[2], function=answer[3] if len(answer) > 3 else None)
 
 
 # --------------------------------------------------------------------------- the process's sandbox

@@ -162,6 +162,8 @@ class Worker:
                 self.unsound = OUT_OF_MEMORY
             elif getattr(exc, "unsound", None):  # the engine says its own state is lost (DuckDB's internal errors)
                 self.unsound = exc.unsound
+            if getattr(exc, "function", None):  # a function off the allowlist: named apart for the caller
+                return ("error", exc.kind, exc.message, exc.function)
             return ("error", exc.kind, exc.message)
         except DatabaseError as exc:
             return ("database", str(exc))

@@ -466,6 +466,7 @@ def _check_call(tokens: list[Token], i: int, dialect: str, allowed: frozenset[st
         "rejected",
         f"calls {shown}(){where}, which is not on the {dialect} allowlist of pure functions; if it is your own "
         f"function, allow it with `allow_functions: [{shown}]` in the suite or the ini option sqleval_allow_functions",
+        function=shown,
     )
 
 

@@ -152,6 +152,31 @@ class PostgreSQLBackend(Backend):
         except Exception:  # noqa: BLE001 - no role known: the read-only transaction still applies
             return None
 
+    def read_schema(self, engine: Any):
+        """The default schema's tables (the base class's), with the schema a bare name resolves to and the columns of
+        every other schema's tables (``app.orders``), which the SQL policy reads qualified names with."""
+        import dataclasses
+
+        from sqlalchemy.exc import SQLAlchemyError
+
+        schema = super().read_schema(engine)
+        try:
+            with engine.connect() as conn:
+                default = conn.exec_driver_sql("SELECT current_schema()").scalar()
+                rows = conn.exec_driver_sql(
+                    "SELECT table_schema, table_name, column_name FROM information_schema.columns "
+                    "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
+                    "AND left(table_schema, 8) <> 'pg_toast' AND left(table_schema, 8) <> 'pg_temp_' "
+                    "ORDER BY table_schema, table_name, ordinal_position").all()
+        except SQLAlchemyError:  # a server that speaks PostgreSQL's protocol with another catalogue
+            return schema
+        columns: dict[str, list[str]] = {}
+        for owner, table, column in rows:
+            if owner != default:
+                columns.setdefault(f"{owner}.{table}".lower(), []).append(column)
+        return dataclasses.replace(schema, default_schema=default,
+                                   qualified_columns={k: tuple(v) for k, v in columns.items()})
+
     def table_order(self, engine: Any) -> list[str] | None:
         """Creation order (the tables' oids), as SQLite's and DuckDB's catalogues give it. The inspector's list (the
         same tables: visible, not temporary, outside pg_catalog) comes in pg_class's scan order, which a GRANT or an
