@@ -25,7 +25,7 @@ DuckDB and PostgreSQL). The regular expressions here read the model's prose and 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 EXTRACT_MODES = ("auto", "fenced", "raw")
 SQL_FENCE_TAGS = {"", "sql", "sqlite", "sqlite3", "postgres", "postgresql", "psql", "pgsql", "duckdb", "mysql",
@@ -42,9 +42,74 @@ _NOT_A_START = {"VAR", "IDENTIFIER", "UNKNOWN", "STRING", "NUMBER", "NATIONAL_ST
                 "IN", "ON", "BY", "TO", "IF", "ALL", "ANY", "SOME", "NULL", "TRUE", "FALSE", "CASE", "END", "THEN", "ELSE",
                 "WHEN", "FOR", "OF", "WITHIN_GROUP", "INTO", "AT_TIME_ZONE", "LIKE", "BETWEEN", "ASC", "DESC"}
 
-#: A fenced block: three or more backticks or tildes (CommonMark: a longer fence holds a shorter one, as a query
-#: whose string literal holds ```), closed by the same run.
-_FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:\1|\Z)", re.DOTALL)
+#: A line opening a fenced block (CommonMark: three or more backticks or tildes starting the line, then an info
+#: string, which for backticks holds no backtick). Any indent counts, not CommonMark's 3 spaces alone: a fence in a
+#: numbered list item is indented 4 or more. A ``` inside a line (prose, a SQL literal or comment) opens nothing,
+#: except a bare or SQL-tagged fence ending a prose line after a space or colon (``Here: ```sql``), as chat models
+#: write it.
+_FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)[^\n]*")
+_FENCE_OPEN_AFTER_PROSE = re.compile(r"[ \t:](`{3,}|~{3,})[ \t]*(" + "|".join(
+    sorted((re.escape(t) for t in SQL_FENCE_TAGS if t), key=len, reverse=True)) + r")?[ \t\r]*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Block:
+    tag: str  # the info string's first word, as written
+    body: str
+    start: int  # of the opening fence
+    end: int  # after the closing fence's line (or the text's end: an unclosed final block)
+
+
+def _fenced_blocks(text: str) -> list[_Block]:
+    """The fenced code blocks of ``text``, read line by line as CommonMark does: a block opens on a fence line and
+    closes on a line holding only a run of the same character at least as long (so a longer fence holds a shorter
+    one, as a query whose string literal holds ```); else at the end of a line that ends with such a run after
+    text (``SELECT ...;```); else, unclosed, it runs to the end."""
+    blocks: list[_Block] = []
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        opened = _FENCE_OPEN.fullmatch(line)
+        if opened is not None and opened.group(1)[0] == "`" and "`" in line[opened.end(1):]:
+            opened = None  # a backtick fence's info string holds no backtick: ```sql SELECT 1``` is a code span
+        if opened is None:
+            opened = _FENCE_OPEN_AFTER_PROSE.search(line)
+            if opened is not None and not line[:opened.start()].strip():
+                opened = None
+        if opened is None:
+            number += 1
+            continue
+        fence = opened.group(1)
+        closing = re.compile(r"[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t\r]*")  # \r: a CRLF answer
+        close = next((n for n in range(number + 1, len(lines)) if closing.fullmatch(lines[n])), None)
+        body_end = len(lines) if close is None else close
+        body = "\n".join(lines[number + 1:body_end])
+        end = len(text) if close is None else min(offsets[close + 1] - 1, len(text))
+        if close is None:  # `SELECT ...;```: a model closing its fence at the end of the query's last line
+            ending = re.compile(r"(?<=\S)(?<!" + re.escape(fence[0]) + ")" + re.escape(fence[0]) + "{"
+                                + str(len(fence)) + r",}[ \t\r]*")
+            for n in range(number + 1, len(lines)):
+                closed = ending.search(lines[n])
+                if closed is not None and closed.end() == len(lines[n]):
+                    body = "\n".join(lines[number + 1:n] + [lines[n][:closed.start()]])
+                    body_end, end = n, min(offsets[n + 1] - 1, len(text))
+                    break
+        blocks.append(_Block(opened.group(2) or "", body, offsets[number] + opened.start(1), end))
+        number = body_end + 1
+    return blocks
+
+
+def _without_fenced_blocks(text: str, blocks: list[_Block]) -> str:
+    """``text`` with each fenced block replaced by an empty line."""
+    parts, at = [], 0
+    for block in blocks:
+        parts += [text[at:block.start], "\n\n"]
+        at = block.end
+    return "".join(parts + [text[at:]])
 #: An inline code span (CommonMark: a run of backticks, then the same run); its content is tried as a query.
 _SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 #: A reasoning model's thinking at the start of its answer (DeepSeek-R1, Qwen3 served by vLLM or Ollama).
@@ -110,7 +175,19 @@ def _without_wrapping_tokens(text: str) -> str:
     return text
 
 
-def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
+def extract_sql(text: str | None, mode: str = "auto", dialect: str = "") -> Extraction:
+    """The SQL of a model's answer (see the module's text). In ``auto`` and ``fenced`` modes, Unicode spaces between
+    its tokens (a no-break space, an ideographic space: see :func:`unicode_spaces_normalised`) become plain ones."""
+    found = _extract(text, mode)
+    if found.sql is None or mode == "raw":
+        return found
+    from ..sql.spacing import unicode_spaces_normalised
+
+    sql = unicode_spaces_normalised(found.sql, dialect)
+    return found if sql == found.sql else replace(found, sql=sql)
+
+
+def _extract(text: str | None, mode: str) -> Extraction:
     if mode not in EXTRACT_MODES:
         raise ValueError(f"unknown extract mode {mode!r}: use one of {', '.join(EXTRACT_MODES)}")
     if text is None or not text.strip():
@@ -134,7 +211,7 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
             if outside is not None:
                 return outside
         return found
-    if _FENCE.search(text) is not None:  # ```sql then ``` with nothing between: the model sent an empty block
+    if _fenced_blocks(text):  # ```sql then ``` with nothing between: the model sent an empty block
         empty = Extraction(None, mode, "fenced", "no_prediction",
                            f"the model's answer has an empty code block: {preview(text)}")
         if mode == "fenced":
@@ -157,8 +234,12 @@ def extract_sql(text: str | None, mode: str = "auto") -> Extraction:
     introduced = _introduces(lines[0])  # "Select the names:", "Update: ...": prose, though its first word is SQL's
     if looks_like_sql(stripped) and not introduced:
         return _checked(_trailing_prose_removed(stripped), text, mode, "text")
-    for number in range(1, len(lines)):
-        rest = "\n".join(lines[number:]).strip()
+    start = 0  # of line `number` in `stripped`: the rest is a slice, not a join of the lines (a model's degenerate
+    for number in range(1, len(lines)):  # repetition has thousands)
+        start += len(lines[number - 1]) + 1
+        if not lines[number].strip():  # a blank line: its rest, stripped, is the next line's
+            continue
+        rest = stripped[start:].strip()
         rest = _LABEL.sub("", rest, count=1)
         if rest and looks_like_sql(rest):
             return _checked(_trailing_prose_removed(rest), text, mode, "prose")
@@ -311,8 +392,8 @@ def _tagged_block(text: str) -> str | None:
 
 def _outside_fences(text: str) -> Extraction | None:
     """The SQL the ``auto`` steps find in ``text`` with its fenced blocks left out (each an empty line), or None."""
-    rest = _FENCE.sub("\n\n", text)
-    if not rest.strip() or _FENCE.search(rest) is not None:
+    rest = _without_fenced_blocks(text, _fenced_blocks(text))
+    if not rest.strip() or _fenced_blocks(rest):
         return None
     found = extract_sql(rest, "auto")
     return found if found.sql is not None else None
@@ -322,7 +403,7 @@ def last_fenced_block(text: str) -> str | None:
     """The last SQL-tagged (or untagged) fenced block; else the last fenced block of any language; else None.
     Among them, the last query wins (not a ``CREATE INDEX`` the model suggests after it); else the last one that
     starts like SQL (not an untagged block of example output after the query); else the last one."""
-    blocks = [(m.group(2).lower(), m.group(3)) for m in _FENCE.finditer(text)]
+    blocks = [(block.tag.lower(), block.body) for block in _fenced_blocks(text)]
     blocks = [(tag, body.strip()) for tag, body in blocks if body.strip()]
     if not blocks:
         return None
@@ -446,7 +527,7 @@ def _json_sql(text: str) -> str | None:
     a list holding one query (``{"sql": ["SELECT ..."]}``) is that query (several are no answer: which one?)."""
     import json
 
-    bodies = [m.group(3) for m in _FENCE.finditer(text)][::-1]
+    bodies = [block.body for block in _fenced_blocks(text)][::-1]
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
         bodies.append(text[start:end + 1])

@@ -226,7 +226,7 @@ def run_predictor(predict: Callable[[PredictorCase], Any], case: PredictorCase, 
         result.error_kind, result.error_message = "no_prediction", "the predictor returned no SQL"
         result.extraction = {"mode": extract, "step": "none"}
         return result
-    extraction = extract_sql(sql, extract)
+    extraction = extract_sql(sql, extract, getattr(case, "dialect", "") or "")
     result.extraction = extraction.as_json()
     if extraction.sql is None:
         result.error_kind, result.error_message = extraction.error_kind, extraction.message

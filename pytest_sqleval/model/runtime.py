@@ -313,7 +313,7 @@ class ModelRuntime:
         )
 
     def schema_text(self, case, suite, engine, dialect: str, fmt: str, rows: int) -> str:
-        from .schema_text import render_schema, sample_rows, tables_from_engine, tables_from_spider
+        from .schema_text import render_schema, sample_rows, tables_from_engine, tables_from_spider, views_from_engine
 
         # the database spec, not its URL alone: two suites built from different setup scripts at one URL (`sqlite://`,
         # a PostgreSQL server's) are two databases, and each prompt must show its own
@@ -323,7 +323,7 @@ class ModelRuntime:
             if case.schema is not None:
                 tables = tables_from_spider(case.schema.tables_json, case.schema.db_id)
             elif engine is not None:
-                tables = tables_from_engine(engine)
+                tables = tables_from_engine(engine) + views_from_engine(engine)
             else:
                 tables = []
             samples = sample_rows(engine, tables, rows, dialect=dialect, timeout=self.state.timeout_for(suite)) if rows else {}

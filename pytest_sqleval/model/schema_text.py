@@ -8,8 +8,11 @@ entry; rendered as
   DIN-SQL and similar Spider prompts);
 - ``compact``: ``shops(id, name)``, one line per table, foreign keys as ``shop_id -> shops.id``.
 
-``sample_rows: N`` appends N rows of each table, read with ``SELECT * FROM t LIMIT N`` through the guarded
-runner (read-only connection, timeout and row cap).
+Views follow the tables (read from the live database only): their ``CREATE VIEW`` text in ``ddl``, their columns
+in ``spider`` (``View v, columns = [...]``) and ``compact`` (``v(a, b)  -- a view``).
+
+``sample_rows: N`` appends N rows of each table, read with ``SELECT * FROM t ORDER BY ... LIMIT N`` (see
+:func:`_sample_orders`) through the guarded runner (read-only connection, timeout and row cap).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class TableDoc:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...] = ()
     foreign_keys: tuple[tuple[str, str, str], ...] = ()  # (column, referenced table, referenced column)
+    #: a view's ``CREATE VIEW`` statement (as the engine keeps it), "" for a table
+    view: str = ""
 
 
 def tables_from_engine(engine) -> list[TableDoc]:
@@ -56,6 +61,59 @@ def tables_from_engine(engine) -> list[TableDoc]:
                 fks.append((col, fk.get("referred_table"), ref))
         tables.append(TableDoc(name, columns, pk, tuple(fks)))
     return tables
+
+
+def views_from_engine(engine) -> list[TableDoc]:
+    """The database's views (PostgreSQL's materialized ones too), in creation order, each with its columns and its
+    ``CREATE VIEW`` text: a suite whose gold reads a view can only be answered by a model that is shown it.
+    Views whose catalogue or columns cannot be read are left out (none, rather than a failed prompt)."""
+    import warnings
+
+    from sqlalchemy import inspect, text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    name = engine.dialect.name
+    try:
+        with engine.connect() as conn:
+            if name == "sqlite":
+                found = [(r[0], r[1] or "") for r in conn.execute(text(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY rowid"))]
+            elif name == "duckdb":
+                found = [(r[0], r[1] or "") for r in conn.execute(text(
+                    "SELECT view_name, sql FROM duckdb_views() WHERE schema_name = 'main' AND NOT internal "
+                    "ORDER BY view_oid"))]
+            elif name == "postgresql":
+                found = [(r[0], f"CREATE {'MATERIALIZED ' if r[1] == 'm' else ''}VIEW {_ident(r[0], 'postgres')} AS\n"
+                               + (r[2] or "").strip("\n").rstrip()) for r in conn.execute(text(
+                    "SELECT c.relname, c.relkind, pg_get_viewdef(c.oid, true) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE c.relkind IN ('v', 'm') AND n.nspname = current_schema() ORDER BY c.oid"))]
+            else:
+                return []
+    except SQLAlchemyError:
+        return []
+    if not found:
+        return []
+    if name == "duckdb":
+        with engine.connect() as conn:
+            columns: dict[str, list[Column]] = {}
+            for view, column, data_type in conn.execute(text(
+                    "SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE schema_name = 'main' "
+                    "ORDER BY table_oid, column_index")):
+                columns.setdefault(view, []).append(Column(column, data_type))
+        return [TableDoc(v, tuple(columns.get(v, ())), view=sql) for v, sql in found]
+    inspector = inspect(engine)
+    views = []
+    for view, sql in found:
+        try:
+            with warnings.catch_warnings():  # a column type SQLAlchemy does not know: its name is enough
+                warnings.simplefilter("ignore")
+                cols = tuple(Column(c["name"], _type_text(c.get("type"))) for c in inspector.get_columns(view))
+        except SQLAlchemyError:
+            cols = ()
+        if cols:  # none: a SQLite view over a table since dropped, which no query can read
+            views.append(TableDoc(view, cols, view=sql))
+    return views
 
 
 def _table_order(engine) -> list[str] | None:
@@ -139,14 +197,40 @@ def sample_rows(engine, tables: Sequence[TableDoc], count: int, *, dialect: str,
     if engine is None or count <= 0:
         return rows
     for table in tables:
-        sql = exp.select("*").from_(exp.to_table(exp.to_identifier(table.name, quoted=True).sql(dialect),
-                                                 dialect=dialect)).limit(count).sql(dialect)
-        try:
-            result = run_query(engine, sql, timeout=timeout, max_rows=count, untrusted=True, dialect=dialect)
-        except QueryError:
+        if table.view:  # a view's rows are its tables' (and reading them may be a long query)
             continue
-        rows[table.name] = (tuple(result.columns), tuple(tuple(r) for r in result.rows[:count]))
+        base = exp.select("*").from_(exp.to_table(exp.to_identifier(table.name, quoted=True).sql(dialect),
+                                                  dialect=dialect)).limit(count)
+        for order in _sample_orders(table, dialect):
+            sql = (base.order_by(*order) if order else base).sql(dialect)
+            try:
+                result = run_query(engine, sql, timeout=timeout, max_rows=count, untrusted=True, dialect=dialect)
+            except QueryError as exc:
+                if exc.kind in ("timeout", "memory"):  # another order would take as long: the table gets none
+                    break
+                continue  # no rowid (a view, SQLite's WITHOUT ROWID), a column type with no order (json): the next
+            rows[table.name] = (tuple(result.columns), tuple(tuple(r) for r in result.rows[:count]))
+            break
     return rows
+
+
+def _sample_orders(table: TableDoc, dialect: str) -> list[list]:
+    """The orders to read a table's sample rows in, each tried until one runs: the rows must not depend on where the
+    engine keeps them (PostgreSQL moves an UPDATEd row to the end of its heap, and the prompt, so the response cache's
+    key, would change with it). SQLite and DuckDB: the rowid (insertion order, the order their scans give); then the
+    primary key; then every column, by position, else as text; the last resort, no order at all."""
+    from sqlglot import exp
+
+    orders: list[list] = []
+    if dialect in ("sqlite", "duckdb"):
+        orders.append([exp.column("rowid")])
+    if table.primary_key:
+        orders.append([exp.column(exp.to_identifier(c, quoted=True)) for c in table.primary_key])
+    if table.columns:
+        orders.append([exp.Literal.number(n) for n in range(1, len(table.columns) + 1)])
+        # a column type with no order (PostgreSQL's json, point): every column's text
+        orders.append([exp.cast(exp.column(exp.to_identifier(c.name, quoted=True)), "text") for c in table.columns])
+    return orders + [[]]
 
 
 def render_schema(tables: Sequence[TableDoc], fmt: str = "ddl", *, dialect: str = "sqlite",
@@ -176,6 +260,9 @@ def _ident(name: str, dialect: str) -> str:
 def _ddl(tables: Sequence[TableDoc], dialect: str, rows: dict[str, tuple]) -> str:
     parts = []
     for table in tables:
+        if table.view:
+            parts.append(table.view.strip().rstrip(";").rstrip() + ";")
+            continue
         single_pk = table.primary_key[0] if len(table.primary_key) == 1 else None
         lines = []
         for column in table.columns:
@@ -201,7 +288,8 @@ def _ddl(tables: Sequence[TableDoc], dialect: str, rows: dict[str, tuple]) -> st
 def _spider(tables: Sequence[TableDoc], rows: dict[str, tuple]) -> str:
     lines = []
     for table in tables:
-        lines.append(f"Table {table.name}, columns = [*, {', '.join(c.name for c in table.columns)}]")
+        kind = "View" if table.view else "Table"
+        lines.append(f"{kind} {table.name}, columns = [*, {', '.join(c.name for c in table.columns)}]")
         if table.name in rows:
             columns, values = rows[table.name]
             lines.append(f"  rows: {'; '.join(_row_text(v) for v in values)}")
@@ -218,7 +306,7 @@ def _compact(tables: Sequence[TableDoc], rows: dict[str, tuple]) -> str:
     for table in tables:
         refs = {c: f"{rt}.{rc}" for c, rt, rc in table.foreign_keys}
         cols = [f"{c.name} -> {refs[c.name]}" if c.name in refs else c.name for c in table.columns]
-        lines.append(f"{table.name}({', '.join(cols)})")
+        lines.append(f"{table.name}({', '.join(cols)})" + ("  -- a view" if table.view else ""))
         if table.name in rows:
             lines.append(f"  rows: {'; '.join(_row_text(v) for v in rows[table.name][1])}")
     return "\n".join(lines)

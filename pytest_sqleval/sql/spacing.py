@@ -7,6 +7,8 @@ starts and ends; only the gaps between tokens become one space.
 
 from __future__ import annotations
 
+import re
+
 
 def collapse_white_space(sql: str, dialect: str = "sqlite", *, keep_line_comment_ends: bool = False) -> str:
     """``sql`` stripped, each run of white space between tokens (and around a ``/* comment */`` between them) one
@@ -70,3 +72,29 @@ def reads_dollar_quotes(sql: str) -> bool:
     except (SqlglotError, RecursionError, ValueError):
         return False
     return any(token.text.startswith("$") and "$" in token.text[1:] for token in tokens)
+
+
+#: Whitespace beyond ASCII's that a chat model or an editor writes between words: the no-break spaces, the
+#: typographic spaces, the ideographic space, the line and paragraph separators, NEL.
+_UNICODE_SPACES = re.compile("[\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
+def unicode_spaces_normalised(sql: str, dialect: str = "") -> str:
+    """``sql`` with each Unicode space between its tokens (outside string literals and quoted names, read by sqlglot's
+    tokenizer for ``dialect``) made a plain space. SQLite reads a no-break space between two words as a syntax
+    error, DuckDB and PostgreSQL as a space: the same answer must score the same kind on every engine. Inside a
+    literal it is data and stays; text the tokenizer cannot read whole is returned as it is."""
+    if _UNICODE_SPACES.search(sql) is None:
+        return sql
+    from sqlglot.dialects.dialect import Dialect
+
+    try:
+        tokens = Dialect.get_or_raise(dialect or "").tokenize(sql)
+    except Exception:  # noqa: BLE001 - sqlglot's TokenError, an unknown dialect: left as it is
+        return sql
+    parts, at = [], 0
+    for token in tokens:  # between tokens: whitespace and comments (a comment's spaces do not matter)
+        parts += [_UNICODE_SPACES.sub(" ", sql[at:token.start]), sql[token.start:token.end + 1]]
+        at = token.end + 1
+    parts.append(_UNICODE_SPACES.sub(" ", sql[at:]))
+    return "".join(parts)
