@@ -480,6 +480,7 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
+    from ..defaults import DEFAULT_MAX_MEMORY
     from ..errors import QueryError
     from ..execution.runner import run_query
     from ..goldcheck import _limit_value, determinism_findings
@@ -516,6 +517,10 @@ def screen(engine, candidates: Sequence[tuple[str, str | None]], *, dialect: str
                 drops.append(Drop("too_many_rows", sql, f"more than {max_result_rows} rows"))
             elif exc.kind == "timeout":  # the query error's hint names pytest's option, not this command's
                 drops.append(Drop("does_not_run", sql, f"timeout: ran past {timeout:g} s (raise it with --timeout)"))
+            elif exc.kind == "memory":  # its hint names pytest's option and a suite's `max_memory:`: none here
+                drops.append(Drop("does_not_run", sql, f"memory: its result needs more than the "
+                                                       f"{DEFAULT_MAX_MEMORY // 2**20} MiB a query may use (a question "
+                                                       "whose answer is that large makes no benchmark case)"))
             elif exc.function:  # its hint names a suite's `allow_functions:`: this command has its own option
                 drops.append(Drop("does_not_run", sql, f"rejected: calls {exc.function}(), which is not on the {dialect} "
                                                        "allowlist of pure functions; if it is a pure function of your "
