@@ -119,7 +119,7 @@ def _headline(lines: list[str], report: dict[str, Any]) -> None:
     lines.append("")
     outcomes = view.overall_outcomes(report)
     total = sum(s.get("cases", 0) for s in report.get("suites", []))
-    parts = ", ".join(f"{n} {name}" for name, n in outcomes.items() if n)
+    parts = view.outcome_text(outcomes)
     suites = report.get("suites", [])
     line = f"**{total} case{'s' if total != 1 else ''}** in {len(suites)} suite{'s' if len(suites) != 1 else ''}"
     empty = view.no_cases_note(report)
@@ -180,7 +180,7 @@ def _suite(lines: list[str], report: dict[str, Any], suite: dict[str, Any], list
     mark = "✅" if view.suite_passed(report, suite) else "❌"
     lines.append(f"### {mark} Suite {code(name)}")
     lines.append("")
-    outcomes = ", ".join(f"{n} {o}" for o, n in (suite.get("outcomes") or {}).items() if n)
+    outcomes = view.outcome_text(suite.get("outcomes") or {})
     n = suite.get("cases", 0)
     lines.append(f"{code(suite.get('path', ''))}: {n} case{'s' if n != 1 else ''} ({outcomes})")
     lines.append("")
@@ -222,7 +222,7 @@ def _suite_rows(lines: list[str], report: dict[str, Any]) -> None:
     regressed: list[str] = []
     for suite in suites:
         name = suite.get("name", "?")
-        outcomes = ", ".join(f"{n} {o}" for o, n in (suite.get("outcomes") or {}).items() if n)
+        outcomes = view.outcome_text(suite.get("outcomes") or {})
         row = ["✅" if view.suite_passed(report, suite) else "❌", code(name), str(suite.get("cases", 0)),
                cell(outcomes), *(view.fmt((suite.get("metrics") or {}).get(key)) for key in metrics)]
         if compared:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from ..registry import active_registry
 from ..summary import SuiteSummary
 from .diff import printable, render_miss
-from .view import breakdown_columns
+from .view import breakdown_columns, outcome_text
 
 MISS_LIST_LIMIT = 25
 
@@ -45,7 +45,7 @@ def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool
                 exit_status: int | None = None) -> None:
     """A suite's built-in part of the summary: metrics, breakdowns, misses and threshold verdicts."""
     agg = summary.aggregates
-    outcomes = ", ".join(f"{n} {name}" for name, n in agg["outcomes"].items() if n)
+    outcomes = outcome_text(agg["outcomes"])
     tr.write_line(printable(f"suite {summary.name} ({summary.path})"))  # a name can hold an escape or a newline
     cases = f"{agg['cases']} case{'s' if agg['cases'] != 1 else ''}"
     tr.write_line(f"  {cases}: {outcomes} | execution profile {summary.execution['profile']}"

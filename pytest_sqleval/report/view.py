@@ -340,6 +340,12 @@ def overall_outcomes(report: dict[str, Any]) -> dict[str, int]:
     return dict(totals)
 
 
+def outcome_text(outcomes: dict[str, int]) -> str:
+    """``3 passed, 2 missed, 2 errors``: the outcomes that occurred, counted as pytest's last line counts them
+    (``errors`` for more than one; passed, missed and failed read the same for any count)."""
+    return ", ".join(f"{n} {name}{'s' if name == 'error' and n != 1 else ''}" for name, n in outcomes.items() if n)
+
+
 def commit_label(report: dict[str, Any]) -> str | None:
     """``abc1234`` or ``abc1234 (dirty)`` from the run metadata, when the run knew its git commit."""
     git = (report.get("run") or {}).get("git")
