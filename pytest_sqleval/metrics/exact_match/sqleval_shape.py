@@ -145,8 +145,7 @@ class ShapeBuilder:
 
     def _query(self, node: exp.Expression, outer: tuple[_Scope, ...], ctes: dict[str, _Source] | None) -> QueryShape:
         ctes = dict(ctes or {})
-        while isinstance(node, exp.Subquery):
-            node = node.this
+        node = _unparenthesised(node)
         with_ = node.args.get("with_")
         if with_ is not None:
             for cte in with_.expressions:
@@ -170,15 +169,13 @@ class ShapeBuilder:
                              "(parenthesise the operand, or move it after the last operand)")
         head = operands[0]
         trailing = {key: node.args[key] for key in ("order", "limit", "offset") if node.args.get(key) is not None}
-        core = head
-        while isinstance(core, exp.Subquery):
-            core = core.this
+        core = _unparenthesised(head)
         whole: tuple[tuple[str, str], ...] = ()
         if isinstance(core, exp.Select) and (core is head or not (_own_ending(core) or core.args.get("with_"))):
             # (parentheses around a plain first operand, ``(SELECT ...) UNION ...``, change nothing)
             head_shape = self._select(core, outer, ctes, trailing)
         else:
-            # ``(SELECT ... LIMIT 2) UNION ...``, ``(A UNION B) INTERSECT C``: the first operand is compared whole, as
+            # ``(SELECT ... LIMIT 2) UNION ...``, ``(A UNION B LIMIT 2) INTERSECT C``: the first operand is compared whole, as
             # the others are, and the compound's own ORDER BY/LIMIT are read on its first SELECT (they were dropped)
             whole = (("(first operand)", self.query(head, outer, ctes).digest),)
             first = core
@@ -588,13 +585,53 @@ def _inner_set_operation_ending(node: exp.SetOperation) -> bool:
 
 def _flatten_set_operation(node: exp.Expression) -> tuple[list[exp.Expression], list[str]]:
     if isinstance(node, exp.SetOperation):
-        left, left_ops = _flatten_set_operation(node.this)
+        left, left_ops = _flatten_set_operation(_bare_compound(node.this))
         right, right_ops = _flatten_set_operation(node.expression)
         op = _SET_OPERATIONS.get(type(node), node.key)
         if node.args.get("distinct") is False:
             op += " all"
         return left + right, left_ops + [op] + right_ops
     return [node], []
+
+
+#: A query's own endings in the order they apply to its rows.
+_ENDINGS = ("order", "offset", "limit")
+
+
+def _unparenthesised(node: exp.Expression) -> exp.Expression:
+    """The query in parentheses, with the ORDER BY/OFFSET/LIMIT written after them: ``(SELECT ...) ORDER BY a
+    LIMIT 1`` is ``SELECT ... ORDER BY a LIMIT 1`` (as PostgreSQL reads it), and ``(SELECT ... ORDER BY a) LIMIT 1``
+    too. When the inner query's own endings would apply after the outer ones (``(SELECT ... LIMIT 3) ORDER BY a``,
+    two LIMITs) it is ``SELECT * FROM (inner) ORDER BY a``: the outer endings are never dropped."""
+    if not isinstance(node, exp.Subquery):
+        return node
+    inner = _unparenthesised(node.this)
+    outer = {key: node.args[key] for key in _ENDINGS if node.args.get(key) is not None}
+    with_ = node.args.get("with_")  # ``WITH t AS (...) (SELECT ... FROM t) ORDER BY ...``: sqlglot hangs it here
+    if not outer and with_ is None:
+        return inner
+    own = [_ENDINGS.index(key) for key in _ENDINGS if inner.args.get(key) is not None]
+    if isinstance(inner, (exp.Select, exp.SetOperation)) and (not own or not outer
+                                                               or max(own) < min(map(_ENDINGS.index, outer))) \
+            and (with_ is None or inner.args.get("with_") is None):
+        merged = inner.copy()
+    else:
+        merged = exp.select(exp.Star()).from_(exp.Subquery(this=inner.copy()))
+    for key, value in {**outer, "with_": with_}.items():
+        if value is not None:
+            merged.set(key, value.copy())
+    return merged
+
+
+def _bare_compound(node: exp.Expression) -> exp.Expression:
+    """A parenthesised compound as the first operand, ``(A UNION B) EXCEPT C``, is how ``A UNION B EXCEPT C`` groups
+    (sqlglot's tree already encodes each dialect's precedence): the compound itself, so the chain reads one way.
+    One with an ORDER BY/LIMIT/OFFSET or a WITH of its own (or inside it) is another query and stays whole."""
+    inner = _unparenthesised(node) if isinstance(node, exp.Subquery) and node.args.get("alias") is None else node
+    if inner is node or not isinstance(inner, exp.SetOperation) or inner.args.get("with_") \
+            or _own_ending(inner) or _inner_set_operation_ending(inner):
+        return node
+    return inner
 
 
 def _output_names(node: exp.Expression) -> tuple[str, ...] | None:
