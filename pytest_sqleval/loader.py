@@ -500,6 +500,8 @@ def _difficulty_label(ctx: LoadContext, entry: LineMapping) -> str | None:
     value = entry.get("difficulty")
     if value is None:
         return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):  # a dataset's level number: a label too
+        value = entry.number_texts.get("difficulty", str(value))  # as written (`difficulty: 2.10` is "2.10")
     if not isinstance(value, str) or not value.strip():
         raise ctx.error(f"difficulty must be a label such as easy/medium/hard/extra, not {value!r}",
                         entry.key_lines["difficulty"],

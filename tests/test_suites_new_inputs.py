@@ -790,7 +790,8 @@ def test_a_threshold_on_the_command_line_overrides_the_same_one_in_addopts(pytes
     "case, expected",
     [
         ("- {id: [a], gold: SELECT 1}", "fix: write e.g. `id: shop-count`"),
-        ("- {id: a, gold: SELECT 1, difficulty: 3}", "fix: write e.g. `difficulty: hard`"),
+        ("- {id: a, gold: SELECT 1, difficulty: [3]}", "fix: write e.g. `difficulty: hard`"),
+        ("- {id: a, gold: SELECT 1, difficulty: yes}", "fix: write e.g. `difficulty: hard`"),
         ("- {id: a, expected: {rows: [[1]], ordered: maybe}}", "fix: write `ordered: true`"),
         ("- {id: a, gold: SELECT 1, schema: {tables: t.json}}", "fix: write `schema: {tables: tables.json, db_id:"),
         ("- {id: a, gold: SELECT 1, schema: {tables: none.json, db_id: x}}", "fix: give the path of a Spider-style"),
