@@ -168,8 +168,9 @@ def resolve_settings(config) -> Settings:
             value = config.getini(name)
         except Exception as exc:  # noqa: BLE001 - pytest's own check of a bool option (a UsageError in pytest 9,
             # a ValueError before): "invalid truth value 'maybe'", which does not name the option
-            if name in ("sqleval", "sqleval_strict", "sqleval_diff"):
-                raise SettingsError(f"ini option {name} must be true or false ({exc})") from None
+            if name in ("sqleval", "sqleval_strict", "sqleval_diff"):  # (pytest's message holds the raw value)
+                raise SettingsError(f"ini option {name} must be true or false ({exc}){_comment_hint(str(exc))}") \
+                    from None
             raise SettingsError(f"ini option {name}: {exc}") from None
         return value if value not in ("", None, []) else None
 
@@ -348,7 +349,7 @@ def _ini_bool(value, name: str) -> bool:
         return True
     if text in ("0", "false", "no", "off"):
         return False
-    raise SettingsError(f"ini option {name} must be true or false, not {value!r}")
+    raise SettingsError(f"ini option {name} must be true or false, not {value!r}{_comment_hint(value)}")
 
 
 def _ini_number(value, name: str, parse):
@@ -357,4 +358,12 @@ def _ini_number(value, name: str, parse):
     try:
         return parse(str(value))
     except argparse.ArgumentTypeError as exc:
-        raise SettingsError(f"ini option {name}: {exc}") from None
+        raise SettingsError(f"ini option {name}: {exc}{_comment_hint(value)}") from None
+
+
+def _comment_hint(value) -> str:
+    """Why a value with ``# ...`` or ``; ...`` after it is bad: pytest's ini files have no comment after a value."""
+    if isinstance(value, str) and any(mark in value for mark in (" #", "\t#", " ;", "\t;")):
+        return ("; an ini value has no comment after it (`# ...` is read as part of the value): put the comment on "
+                "a line of its own")
+    return ""
