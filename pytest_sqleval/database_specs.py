@@ -53,7 +53,7 @@ def case_databases(ctx: LoadContext, entry: LineMapping) -> tuple[DatabaseSpec, 
 
 def _database_list(ctx: LoadContext, value: Any, line: int) -> tuple[DatabaseSpec, ...]:
     if isinstance(value, str) and "://" not in value and glob.has_magic(pattern := expand_env(ctx, value, line)):
-        matches = sorted(glob.glob(str(ctx.resolve(pattern))))
+        matches = [m for m in sorted(glob.glob(str(ctx.resolve(pattern)))) if not _beside_a_database(m)]
         if not matches:
             raise ctx.error(f"no database matches {value!r}", line,
                             fix="check the glob pattern; it is relative to the suite file")
@@ -64,6 +64,16 @@ def _database_list(ctx: LoadContext, value: Any, line: int) -> tuple[DatabaseSpe
     specs = tuple(_database(ctx, item, value.item_lines[i]) for i, item in enumerate(value))
     _refuse_repeats(ctx, specs, value.item_lines)
     return specs
+
+
+#: Files SQLite and DuckDB keep beside a database (write-ahead log, shared memory, rollback journal): parts of it.
+_SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal", ".wal")
+
+
+def _beside_a_database(path: str) -> bool:
+    """Is ``path`` a file SQLite or DuckDB keeps beside the database it names (``a.sqlite-wal``, ``c.duckdb.wal``)?
+    A glob over a folder of databases (`variants/*`) matches them too; they are no databases of their own."""
+    return any(path.endswith(suffix) and os.path.isfile(path[:-len(suffix)]) for suffix in _SIDECAR_SUFFIXES)
 
 
 def _refuse_repeats(ctx: LoadContext, specs: tuple[DatabaseSpec, ...], lines: list[int]) -> None:

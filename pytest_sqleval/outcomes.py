@@ -174,6 +174,11 @@ def suite_problem_message(item, error: BaseException) -> str:
     elif kind in _GOLD_SQL_FAILED:
         text += (f"\n  fix: correct the gold SQL of case {item.case.id} so that it runs on its database (or give the "
                  "case the database it was written for); a broken gold is the suite's error, never the model's miss")
+    elif kind == "rejected" and _duckdb_refused_a_plain_query(item.case):
+        text += (f"\n  fix: the gold SQL of case {item.case.id} is one read-only query; what it reads does more: a view "
+                 "(or macro) of the DuckDB database reads a file (read_csv, read_parquet, ...), and every connection "
+                 "the plugin opens has file access off, so that no prediction reads files: load the data into a "
+                 "table in the setup script instead (`CREATE TABLE v AS SELECT * FROM read_csv(...)`)")
     elif kind == "rejected":  # two statements, a write
         text += (f"\n  fix: the gold SQL of case {item.case.id} must be one read-only query (SELECT or WITH ... "
                  "SELECT, no `;` between statements): split several queries into cases of their own (or, when "
@@ -186,6 +191,23 @@ def suite_problem_message(item, error: BaseException) -> str:
     elif getattr(error, "fix", None):  # a database the opener could say more about (DatabaseError.fix)
         text += f"\n  fix: {error.fix}"
     return text
+
+
+def _duckdb_refused_a_plain_query(case) -> bool:
+    """A case on DuckDB whose every gold passes the guard (one query calling pure functions only), so that the read-only
+    connection refused what the database defines (a view over a file), not the gold's own text."""
+    from .errors import QueryError
+    from .sql.guard import check_prediction
+
+    if not any(spec.dialect == "duckdb" for spec in case.databases):
+        return False
+    golds = case.accepted_golds
+    try:
+        for gold in golds:
+            check_prediction(gold, "duckdb")
+    except (QueryError, RecursionError):
+        return False
+    return bool(golds)
 
 
 def _empty_database_files(case) -> list:

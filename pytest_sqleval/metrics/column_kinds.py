@@ -41,6 +41,8 @@ def kind_and_total(column: Sequence[Any]) -> tuple[str, Any]:
         return (OTHER, None) if length is None else (TEXT, length)
     except OverflowError:  # an int beyond a float's range next to a float (a huge PostgreSQL numeric)
         return (FLOATS, math.inf) if all(isinstance(value, (int, float)) for value in column) else (OTHER, None)
+    except ArithmeticError:  # Decimals with no sum: Decimal('Infinity') + Decimal('-Infinity') (PostgreSQL numerics)
+        return OTHER, None
     if isinstance(total, int):
         return INTS, total
     if isinstance(total, float):

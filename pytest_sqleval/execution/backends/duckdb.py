@@ -437,6 +437,7 @@ def _run_duckdb_build(partial: Path, scripts: tuple[Path, ...], *, one_transacti
     from .insert_merge import merge_single_row_inserts
 
     conn = duckdb.connect(str(partial))
+    search_beside(conn, scripts)
     across_tables = [True]  # rows of several tables may be merged until a script names a foreign key or sequence
     try:
         def execute(text: str) -> None:
@@ -446,7 +447,8 @@ def _run_duckdb_build(partial: Path, scripts: tuple[Path, ...], *, one_transacti
                 text = merged_text
             conn.execute(f"BEGIN TRANSACTION;\n{text}\n;\nCOMMIT;" if one_transaction else text)
 
-        run_setup_scripts(scripts, execute, duckdb.Error, "DuckDB", None if one_transaction else _duckdb_locate)
+        run_setup_scripts(scripts, execute, duckdb.Error, "DuckDB",
+                          None if one_transaction else lambda done, text: _duckdb_locate(done, text, scripts))
         conn.commit()  # a script that began a transaction and never committed it keeps its work, as on SQLite
         conn.execute("CHECKPOINT")
     finally:
@@ -462,6 +464,15 @@ DUCKDB_IN_DATABASE_STATEMENTS = frozenset({
 })
 
 
+def search_beside(conn: Any, scripts: tuple[Path, ...]) -> None:
+    """A file a script names by a relative path (`COPY t FROM 'rows.csv'`, `read_csv('rows.csv')`) is found beside
+    the scripts, as a suite's own paths are relative to its file, whatever folder pytest runs in (DuckDB's
+    ``file_search_path``; the working directory is still searched too). A folder with a comma cannot be listed."""
+    folders = [folder for folder in dict.fromkeys(str(script.parent) for script in scripts) if "," not in folder]
+    if folders:
+        conn.execute("SET file_search_path = '{}'".format(",".join(folders).replace("'", "''")))
+
+
 def _run_in_memory(scripts: tuple[Path, ...]) -> None:
     """Run the scripts as written, statement by statement as DuckDB's own parser splits them, in an in-memory
     database; a failure is a DatabaseError naming the script, DuckDB's message and the line of the statement that
@@ -470,6 +481,7 @@ def _run_in_memory(scripts: tuple[Path, ...]) -> None:
     import duckdb
 
     conn = duckdb.connect(":memory:")
+    search_beside(conn, scripts)
     try:
         _parse_all(conn, scripts)
         if _stays_inside(conn, scripts):
@@ -546,12 +558,12 @@ def _run_statements(conn: Any, scripts: tuple[Path, ...]) -> None:
                 raise
 
     def locate(done: list[str], text: str) -> int | None:
-        return failed_at[0] if failed_at else _duckdb_locate(done, text)
+        return failed_at[0] if failed_at else _duckdb_locate(done, text, scripts)
 
     run_setup_scripts(scripts, execute, duckdb.Error, "DuckDB", locate)
 
 
-def _duckdb_locate(done: list[str], text: str) -> int | None:
+def _duckdb_locate(done: list[str], text: str, scripts: tuple[Path, ...] = ()) -> int | None:
     """The offset of the statement of ``text`` that fails, run one by one in memory after the earlier scripts
     (a failed build only); statements split with sqlglot's DuckDB tokenizer."""
     import duckdb
@@ -559,6 +571,7 @@ def _duckdb_locate(done: list[str], text: str) -> int | None:
     from .insert_merge import _statements
 
     conn = duckdb.connect()
+    search_beside(conn, scripts)
     try:
         for earlier in done:
             conn.execute(earlier)

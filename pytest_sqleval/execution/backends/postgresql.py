@@ -672,9 +672,18 @@ def _create_restricted_role(conn, role: str, database: str) -> bool:
     ident = pgsql.Identifier(role)
     try:
         with conn.transaction():
+            # Row-level security must not hide from the role rows the builder reads (a superuser reads them all, an
+            # owner those of its tables not under FORCE): a superuser gives the role BYPASSRLS, which no one else
+            # may give; any other builder keeps no role on a database with a policy-held table, and queries read
+            # it as the suite's user does (in the read-only transaction, which still applies).
+            superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+            superuser = bool(superuser and superuser[0])
+            if not superuser and conn.execute("SELECT 1 FROM pg_class WHERE relrowsecurity LIMIT 1").fetchone():
+                return False
             conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(ident))
             conn.execute(pgsql.SQL("CREATE ROLE {} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
-                                   "NOREPLICATION NOBYPASSRLS").format(ident))
+                                   "NOREPLICATION {}").format(ident, pgsql.SQL("BYPASSRLS" if superuser
+                                                                               else "NOBYPASSRLS")))
             conn.execute(pgsql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(pgsql.Identifier(database)))
             schemas = [row[0] for row in conn.execute(
                 "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema'")]
