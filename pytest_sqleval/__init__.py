@@ -47,7 +47,7 @@ _EXPORTS = {
     "SqlevalAssertionError": "pytest_sqleval.assertions",
     "Policy": "pytest_sqleval.policy",
     "PolicyVerdict": "pytest_sqleval.policy",
-    "check_policy": "pytest_sqleval.policy",
+    "check_policy": "pytest_sqleval.assertions",  # the policy's, its verdict remembered for --assert=plain
 }
 
 __all__ = ["__version__", *_EXPORTS]

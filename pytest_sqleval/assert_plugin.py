@@ -386,7 +386,7 @@ def _add_verdict_section(report: pytest.TestReport, excinfo) -> None:
 #: The helpers whose verdict an assert statement may hold in no variable (under --assert=plain).
 _CHECKS = {"check_execution_match": "ExecutionMatchCheck", "check_soft_f1": "SoftF1Check",
            "check_exact_match": "ExactMatchCheck", "check_policy_of": "PolicyCheck",
-           "compare_results": "ExecutionVerdict"}
+           "compare_results": "ExecutionVerdict", "check_policy": "PolicyVerdict"}
 
 
 def _unnamed_verdict(entry) -> str | None:

@@ -432,9 +432,29 @@ def compare_results(gold: QueryResult, pred: QueryResult, options, *, ordered: b
     """:func:`pytest_sqleval.metrics.execution_match.compare_results`, as ``pytest_sqleval`` exports it: the verdict
     is remembered for the test, so that ``assert compare_results(...).match`` under ``--assert=plain`` (no variable
     holds the verdict) still gets its ``sqleval verdict`` section."""
+    from .comparison import ComparisonOptions
     from .metrics.execution_match import compare_results as compare
+    from .metrics.soft_f1 import check_result_types
 
+    check_result_types(gold, pred, "compare_results")
+    if not isinstance(options, ComparisonOptions):
+        name = options if isinstance(options, str) else "sqleval"  # a profile's name: that profile
+        raise TypeError(f"compare_results: options must be ComparisonOptions, not {type(options).__name__}; pass "
+                        f"EXECUTION_PROFILES[\"{name}\"] (from pytest_sqleval import EXECUTION_PROFILES), or "
+                        "resolve_execution({\"profile\": \"sqleval\", \"duplicates\": \"set\"}) to change options")
     verdict = compare(gold, pred, options, ordered=ordered, tie_groups=tie_groups)
+    RECENT_VERDICTS.append(verdict)
+    del RECENT_VERDICTS[:-8]
+    return verdict
+
+
+def check_policy(sql: str | None, policy, *, dialect: str = "sqlite", schema=None):
+    """:func:`pytest_sqleval.policy.check_policy`, as ``pytest_sqleval`` exports it: the verdict is remembered for the
+    test, so that ``assert check_policy(...)`` under ``--assert=plain`` still gets its ``sqleval verdict`` section."""
+    __tracebackhide__ = True  # its errors point at the test's call
+    from .policy import check_policy as check
+
+    verdict = check(sql, policy, dialect=dialect, schema=schema)
     RECENT_VERDICTS.append(verdict)
     del RECENT_VERDICTS[:-8]
     return verdict
@@ -509,12 +529,14 @@ def _as_engine(engine, argument: str = "engine"):
     query runs read-only on a connection of its own, so it does not see the connection's uncommitted changes).
     A URL or path is not an engine: a TypeError that names the argument, never the URL (it may hold a password)."""
     __tracebackhide__ = True  # its errors point at the test's call
+    from .execution.runner import connection_engine, type_name
+
     inner = connection_engine(engine)
     if inner is not engine:
         return inner
     if isinstance(engine, (str, bytes, os.PathLike)) or not hasattr(engine, "dialect"):
         raise TypeError(
-            f"{argument}= must be a SQLAlchemy engine or connection, not {_type_name(engine)}; for a database "
+            f"{argument}= must be a SQLAlchemy engine or connection, not {type_name(engine)}; for a database "
             f"path or URL, open it with the fixture: {argument}=sqleval_engine_factory(\"shop.sqlite\")"
         )
     return engine
@@ -524,29 +546,16 @@ def fixture_engine(value: Any, helper: str) -> Any:
     """What a plain test's (overridden) ``sqleval_engine`` gave, as an engine: a Connection stands for its engine; a
     URL or a path is a TypeError naming the fix (never the value: a URL may hold a password)."""
     __tracebackhide__ = True  # its errors point at the test's call
+    from .execution.runner import connection_engine, type_name
+
     found = connection_engine(value)
     if isinstance(found, (str, bytes, os.PathLike)) or not hasattr(found, "dialect"):
         raise TypeError(
-            f"{helper}: the sqleval_engine fixture gave a {_type_name(found)}, not a SQLAlchemy engine or "
+            f"{helper}: the sqleval_engine fixture gave a {type_name(found)}, not a SQLAlchemy engine or "
             "connection; for a database path or URL, return sqleval_engine_factory(\"shop.sqlite\") from the fixture, "
             "or drop the override and use @pytest.mark.sqleval_database(\"shop.sqlite\")"
         )
     return found
-
-
-def _type_name(value: Any) -> str:
-    """``str``, or ``sqlite3.Connection`` and ``sqlalchemy.orm.session.Session``: a DB-API connection is no
-    "Connection" the message accepts."""
-    kind = type(value)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-
-
-def connection_engine(value: Any) -> Any:
-    """The engine of a SQLAlchemy Connection; anything else as it is."""
-    inner = getattr(value, "engine", None)
-    if inner is not None and inner is not value and hasattr(value, "exec_driver_sql") and hasattr(inner, "connect"):
-        return inner
-    return value
 
 
 @dataclass(frozen=True)

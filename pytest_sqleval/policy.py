@@ -102,6 +102,13 @@ def check_policy(sql: str | None, policy: Policy | Mapping[str, Any], *, dialect
 
     from .sql.limits import parse_bounded
 
+    if sql is not None and not isinstance(sql, str):
+        raise TypeError(f"check_policy: sql must be SQL text (a str) or None, not {type(sql).__name__}")
+    if schema is not None and not hasattr(schema, "table"):  # duck-typed: a Schema (pytest_sqleval.schema)
+        raise TypeError(f"check_policy: schema= must be a Schema (pytest_sqleval.Schema) or None, not "
+                        f"{type(schema).__name__}; for an engine, a connection or a (tables.json, db_id) pair, use "
+                        "check_policy_of(sql, policy, engine=...) or assert_policy(sql, policy, engine=...) "
+                        "(schema=... for the pair)")
     policy = Policy.from_mapping(policy)
     if sql is None or not str(sql).strip():
         return PolicyVerdict(False, ("there is no prediction to check",))

@@ -21,6 +21,7 @@ read-only connections with the same limits.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from ..errors import QueryError, UserHookError
 from ..results import QueryResult
@@ -38,6 +39,32 @@ def sqlglot_dialect(engine_dialect: str) -> str:
 #: Defaults for ``run_query`` calls that give no limits (the plugin always passes its settings).
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000
+
+
+def type_name(value: Any) -> str:
+    """``str``, or ``sqlite3.Connection`` and ``sqlalchemy.orm.session.Session``: a DB-API connection is no
+    "Connection" the message accepts."""
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def connection_engine(value: Any) -> Any:
+    """The engine of a SQLAlchemy Connection; anything else as it is."""
+    inner = getattr(value, "engine", None)
+    if inner is not None and inner is not value and hasattr(value, "exec_driver_sql") and hasattr(inner, "connect"):
+        return inner
+    return value
+
+
+def _engine_of(engine):
+    """A SQLAlchemy Connection stands for its engine, as in the assertion helpers (the query runs on a connection of
+    its own); a URL or a path is a TypeError naming the fix, never the value (a URL may hold a password)."""
+    engine = connection_engine(engine)
+    if isinstance(engine, (str, bytes)) or not hasattr(engine, "dialect"):
+        raise TypeError(f"run_query: engine must be a SQLAlchemy engine or connection, not {type_name(engine)}; for a "
+                        "database path or URL, open it first: run_query(sqleval_engine_factory(\"shop.sqlite\"), sql) "
+                        "in a test, or sqlalchemy.create_engine(url)")
+    return engine
 
 
 def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
@@ -70,6 +97,7 @@ def run_query(engine, sql: str, *, timeout: float = DEFAULT_TIMEOUT, max_rows: i
         raise QueryError("no_prediction", "no SQL text to run (None)")
     if not isinstance(sql, str):
         raise TypeError(f"run_query takes the SQL as a str, not {type(sql).__name__} (decode bytes first)")
+    engine = _engine_of(engine)
     dialect = dialect or sqlglot_dialect(engine.dialect.name)
     engine_dialect = sqlglot_dialect(engine.dialect.name)
     allowed = frozenset(a.lower() for a in allow_functions)

@@ -75,6 +75,7 @@ SCREEN_ROWS = 3
 def soft_f1(gold: QueryResult, pred: QueryResult, *, float_decimals: int | None = None, nulls: Nulls = "equal",
             numbers: Numbers = "value") -> float:
     """The MRO Soft Execution F1 of ``pred`` against ``gold``, in [0, 1]."""
+    check_result_types(gold, pred, "soft_f1")
     if gold.is_empty or pred.is_empty:
         return 1.0 if gold.is_empty and pred.is_empty else 0.0
     with gc_paused():
@@ -86,6 +87,16 @@ def soft_f1(gold: QueryResult, pred: QueryResult, *, float_decimals: int | None 
         pred_columns = _value_columns(pred_table)
         best_gold, best_pred = _best_pairings(gold_columns, pred_columns, _aligned_equal_pairs(gold_table, pred_table))
     return _column_f1(best_pred, best_gold)
+
+
+def check_result_types(gold: Any, pred: Any, where: str) -> None:
+    """Both sides are results (a QueryResult, or any object with its ``rows``, ``column_count`` and ``is_empty``):
+    plain lists of rows are a TypeError naming the fix, not an AttributeError from deep inside."""
+    for name, value in (("gold", gold), ("pred", pred)):
+        if not all(hasattr(value, a) for a in ("rows", "column_count", "is_empty")):
+            raise TypeError(f"{where}: {name} must be a QueryResult, not {type(value).__name__}; wrap rows with "
+                            "QueryResult.of(rows) (from pytest_sqleval import QueryResult), or QueryResult.of(rows, "
+                            "columns=[...])")
 
 
 def _same_raw_columns(gold: QueryResult, pred: QueryResult) -> bool:

@@ -175,8 +175,17 @@ def _table_block(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     cells = [[_cell(c) for c in columns], *[[_cell(v) for v in row] for row in rows]]
-    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(len(cells[0]) if cells else 0)]
-    return [" | ".join(value.ljust(widths[i]) for i, value in enumerate(r)).rstrip() for r in cells]
+    widths = [max(_width(r[i]) for r in cells if i < len(r)) for i in range(len(cells[0]) if cells else 0)]
+    return [" | ".join(value + " " * (widths[i] - _width(value)) for i, value in enumerate(r)).rstrip() for r in cells]
+
+
+def _width(text: str) -> int:
+    """Terminal cells a text takes: East Asian wide and full-width characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def _cell(value: Any) -> str:
