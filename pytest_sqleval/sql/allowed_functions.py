@@ -78,7 +78,7 @@ bm25 highlight snippet
 #    (shell file I/O), sqlite_log (writes the log), optimize (FTS write), fts5 (internal),
 #    changes/total_changes/last_insert_rowid (connection state), sqlite_compileoption_*, sqlite_source_id,
 #    sqlite_version (build details), rtreecheck/rtreedepth/rtreenode, matchinfo/offsets (debug), subtype,
-#    the pragma_* table-valued functions (the read-only connection refuses them).
+#    the pragma_* table-valued functions and sqlite_stmt (refused as relations too: DENIED_RELATIONS).
 """
 
 DUCKDB = """
@@ -273,6 +273,12 @@ DENIED_RELATIONS = {
     # -- server state and statistics (also column statistics, which hold sample values)
     pg_stat_* pg_statio_* pg_statistic* pg_stats* pg_locks pg_backend_memory_contexts pg_shmem_allocations
     pg_prepared_xacts pg_replication_* pg_largeobject* pg_aios pg_wait_events
+    """,
+    "sqlite": """
+    # -- sqlite_stmt lists the SQL of every statement the connection keeps prepared: the gold SQL of earlier cases
+    sqlite_stmt sqlite_dbpage
+    # -- the pragma_* table-valued functions read as a table (build options, file paths): refused as calls too
+    pragma_*
     """,
     "duckdb": """
     # -- settings (legacy secret settings), logs

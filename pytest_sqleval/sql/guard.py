@@ -99,6 +99,7 @@ def check_prediction(sql: str, dialect: str, *, allow_functions: Iterable[str] =
                                    "(```); write the SQL alone")
     tokens, statements = _parse(sql, dialect)
     _check_white_space(sql, tokens, dialect)
+    _check_unread_tokens(sql, tokens, dialect)
     if len(statements) != 1:
         raise QueryError(
             "rejected",
@@ -265,11 +266,27 @@ def _check_tree(tree: exp.Expression) -> list[exp.Expression]:
 _ENGINE_WHITE_SPACE = frozenset(" \t\n\r\f\v")
 
 #: Dialects of PostgreSQL's parser. It reads a non-ASCII white space character as a letter of a name while sqlglot
-#: ends the name there, and has dollar-quoted strings that then hide code from the guard (DuckDB turns Unicode spaces
-#: into spaces before it parses, as sqlglot reads them; SQLite reads them as letters too, but has no quoting they
-#: could open); and it reads ``(expression).name`` as the call ``name(expression)`` when the value has no field of
+#: ends the name there, and has dollar-quoted strings that then hide code from the guard (DuckDB turns most Unicode
+#: spaces into spaces before it parses, but not all: :data:`_DUCKDB_WHITE_SPACE`; SQLite reads them as letters too,
+#: but has no quoting they could open); and it reads ``(expression).name`` as the call ``name(expression)`` when the value has no field of
 #: that name (functional notation): ``('/etc/passwd'::text).pg_read_file`` reads the file.
 _POSTGRES_PARSER_DIALECTS = frozenset({"postgres", "redshift", "materialize", "risingwave"})
+
+#: DuckDB replaces these Unicode spaces with a space before it parses, as sqlglot reads them; the other characters
+#: Python calls white space (U+0085, U+1680, U+2028, U+2029, U+001C-U+001F) it reads as letters of a name, so
+#: ``SELECT 1 AS <U+2028>$$, f() AS <U+2028>$$`` is a dollar-quoted string to sqlglot and two names around a call to
+#: DuckDB.
+_DUCKDB_WHITE_SPACE = _ENGINE_WHITE_SPACE | frozenset("\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+                                                      "\u2008\u2009\u200a\u202f\u205f\u3000")
+
+
+def _engine_white_space(dialect: str) -> frozenset[str] | None:
+    """The characters the dialect's engine reads as white space, when it reads fewer than sqlglot does and has
+    quoting they could open; None: nothing to compare."""
+    key = dialect_key(dialect)
+    if key in _POSTGRES_PARSER_DIALECTS:
+        return _ENGINE_WHITE_SPACE
+    return _DUCKDB_WHITE_SPACE if key == "duckdb" else None
 
 
 def _check_white_space(sql: str, tokens: list[Token], dialect: str) -> None:
@@ -283,8 +300,11 @@ def _check_white_space(sql: str, tokens: list[Token], dialect: str) -> None:
     """
     if sql.isascii() and not any(ch in sql for ch in "\x1c\x1d\x1e\x1f"):
         return
-    odd = [i for i, ch in enumerate(sql) if ch.isspace() and ch not in _ENGINE_WHITE_SPACE]
-    if not odd or dialect_key(dialect) not in _POSTGRES_PARSER_DIALECTS:
+    white = _engine_white_space(dialect)
+    if white is None:
+        return
+    odd = [i for i, ch in enumerate(sql) if ch.isspace() and ch not in white]
+    if not odd:
         return
     tokenizer = sqlglot.Dialect.get_or_raise(dialect).tokenizer_class
     starts = [token.start for token in tokens]
@@ -335,6 +355,36 @@ def _comment_spans(sql: str, start: int, stop: int, tokenizer) -> list[tuple[int
         spans.append((i, j))
         i = j
     return spans
+
+
+# --------------------------------------------------------------------------- tokens the guard cannot read
+#: Keyword tokens that open a statement the engine runs *inside* a query, per dialect. DuckDB reads
+#: ``(SHOW name)`` anywhere a subquery may stand (``SELECT (SHOW memory_limit)``, ``FROM (SHOW secret_directory)``):
+#: SHOW of a setting reads it, as the refused ``current_setting`` does, and sqlglot reads ``(SHOW x)`` as a table or
+#: a column named SHOW; so does ``SELECT 1 UNION SHOW memory_limit``. SHOW is reserved in DuckDB: a name unquoted
+#: only after ``AS`` or a dot (``SELECT 1 AS show``, ``t.show``), everywhere else the statement.
+_NESTED_STATEMENT_TOKENS: dict[str, frozenset] = {"duckdb": frozenset({TokenType.SHOW})}
+
+
+def _check_unread_tokens(sql: str, tokens: list[Token], dialect: str) -> None:
+    """Refuse text sqlglot tokenized without reading it as the engine does: a character it does not know
+    (``UNKNOWN``: DuckDB quotes names with backticks, which sqlglot's DuckDB and PostgreSQL dialects do not know, so
+    in ``SELECT 1 `--`, f() `--``` the guard read ``--`` as the start of a comment hiding ``f()`` while DuckDB runs
+    it), or a statement the engine runs inside the query (:data:`_NESTED_STATEMENT_TOKENS`)."""
+    nested = _NESTED_STATEMENT_TOKENS.get(dialect_key(dialect), frozenset())
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.UNKNOWN:
+            raise QueryError(
+                "rejected",
+                f"has the character {token.text!r} at offset {token.start}, which the guard cannot read as {dialect} "
+                "does (what follows it may be read differently); quote names with double quotes",
+            )
+        if token.token_type in nested and not (i > 0 and tokens[i - 1].token_type in (TokenType.ALIAS, TokenType.DOT)):
+            raise QueryError(
+                "rejected",
+                f"contains a {token.text.upper()} statement (at offset {token.start}), which {dialect} runs inside the "
+                "query and which reads settings; only a single read-only query runs",
+            )
 
 
 # --------------------------------------------------------------------------- identifiers
@@ -505,7 +555,9 @@ def _check_relations(nodes: list[exp.Expression], dialect: str) -> None:
         if schema == "information_schema":
             denied = name in information_schema
         else:
-            on_path = schema is None or schema in system or dialect == "duckdb"
+            # a dialect whose functions live in no schema (SYSTEM_SCHEMAS None: SQLite, DuckDB) finds its catalogue
+            # relations under any qualifier (SQLite's `main.sqlite_stmt`, DuckDB's `system.main.duckdb_settings`)
+            on_path = schema is None or schema in system or allowlist.SYSTEM_SCHEMAS.get(dialect, ()) is None
             denied = on_path and (name in exact or name.startswith(prefixes))
         if denied:
             raise QueryError(

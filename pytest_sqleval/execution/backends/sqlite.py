@@ -38,6 +38,10 @@ SQLITE_PROGRESS_STEPS = 1000
 
 _SQLITE_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 
+#: Virtual tables no query reads: ``sqlite_stmt`` lists the SQL of the statements the connection keeps prepared (the
+#: gold SQL of earlier cases among them).
+_SQLITE_DENIED_TABLES = frozenset({"sqlite_stmt"})
+
 #: Pragmas that take an argument yet only read (schema inspection uses them).
 _SQLITE_READ_PRAGMAS = frozenset({
     "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo", "foreign_key_list",
@@ -326,6 +330,8 @@ def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str
     if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and (arg1 or "").lower() not in _SQLITE_READ_PRAGMAS:
         return sqlite3.SQLITE_DENY  # `PRAGMA x = y` sets something; reading a pragma is fine
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_READ and (arg1 or "").lower() in _SQLITE_DENIED_TABLES:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
 
