@@ -159,7 +159,6 @@ POSTGRES_OK = [
     "gen_random_uuid() IS NOT NULL, current_database() IS NOT NULL",
     "WITH t AS (SELECT shop_id, sum(hours) AS h FROM tickets GROUP BY shop_id) "
     "SELECT (SELECT max(h) FROM t), upper(name) FROM shops WHERE id IN (SELECT shop_id FROM t WHERE h > round(1.5))",
-    "SELECT rolname FROM pg_roles WHERE rolname = current_user",  # passwords masked; readable by every role
     "SELECT count(*) FROM information_schema.tables WHERE table_name = 'tickets'",
 ]
 
@@ -468,6 +467,9 @@ def test_a_suite_dialect_other_than_the_engines_is_guarded_as_the_engine_reads_t
     ("TABLE pg_authid", "pg_authid"),
     ("SELECT (SELECT passwd FROM pg_shadow LIMIT 1)", "pg_shadow"),
     ("SELECT * FROM pg_user_mappings", "pg_user_mappings"),
+    # passwords masked, but rolconfig/useconfig show per-role settings (ALTER ROLE ... SET app.secret = ...)
+    ("SELECT rolname, rolconfig FROM pg_roles WHERE rolname = current_user", "pg_roles"),
+    ("SELECT useconfig FROM pg_catalog.pg_user", "pg_user"),
     ("SELECT * FROM pg_hba_file_rules", "pg_hba_file_rules"),
     ("SELECT * FROM pg_ident_file_mappings", "pg_ident_file_mappings"),
     ("SELECT * FROM pg_file_settings", "pg_file_settings"),

@@ -215,3 +215,36 @@ def test_white_space_duckdb_reads_as_a_letter_is_refused_outside_strings(char, d
 @pytest.mark.parametrize("char", ["\u00a0", "\u2003", "\u202f", "\u3000"])
 def test_unicode_spaces_duckdb_reads_as_spaces_stay_allowed(char):
     check_prediction(f"SELECT name{char}FROM{char}shops", "duckdb")
+
+
+# --------------------------------------------------------------------------- PostgreSQL per-role settings
+def test_postgres_per_role_settings_are_not_readable_through_pg_roles(postgres_url):
+    """`ALTER ROLE ... SET app.jwt_secret = ...` (a Supabase pattern) is kept in pg_db_role_setting, which was refused,
+    and shown by pg_roles.rolconfig and pg_user.useconfig, which were not: a prediction read the secret."""
+    import uuid
+
+    import sqlalchemy
+
+    from pytest_sqleval.errors import QueryError
+    from pytest_sqleval.execution.runner import run_query
+
+    role = f"qa_cfg_{uuid.uuid4().hex[:8]}"
+    engine = sqlalchemy.create_engine(postgres_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE ROLE {role}")
+        conn.exec_driver_sql(f"ALTER ROLE {role} SET app.jwt_secret = 'planted-role-secret'")
+    try:
+        for sql in (f"SELECT rolconfig FROM pg_roles WHERE rolname = '{role}'",
+                    f"SELECT useconfig FROM pg_catalog.pg_user WHERE usename = '{role}'",
+                    "SELECT * FROM pg_roles"):
+            try:
+                result = run_query(engine, sql, timeout=10, max_rows=1000, untrusted=True)
+                shown = repr(result.rows)
+                kind = "ok"
+            except QueryError as exc:
+                shown, kind = exc.message, exc.kind
+            assert kind == "rejected" and "planted-role-secret" not in shown, (sql, kind, shown[:200])
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP ROLE {role}")
+        engine.dispose()

@@ -262,11 +262,12 @@ current_database current_schema current_schemas current_catalog current_user cur
 
 #: Relations that expose secrets or server state, per dialect: rejected in FROM (unqualified, or
 #: qualified by the system schema). Names; a name ending in ``*`` is a prefix.
-#: PostgreSQL's pg_roles and pg_user stay allowed: every role may read them and they mask passwords.
+#: PostgreSQL's pg_roles and pg_user mask passwords, but their rolconfig/useconfig columns show each role's settings
+#: (``ALTER ROLE app SET app.jwt_secret = '...'``), as pg_db_role_setting does: refused with it.
 DENIED_RELATIONS = {
     "postgres": """
-    # -- secrets
-    pg_authid pg_shadow pg_user_mapping pg_user_mappings pg_subscription pg_db_role_setting
+    # -- secrets (pg_roles, pg_user: rolconfig/useconfig hold per-role settings)
+    pg_authid pg_shadow pg_user_mapping pg_user_mappings pg_subscription pg_db_role_setting pg_roles pg_user
     # -- server configuration and files
     pg_settings pg_file_settings pg_hba_file_rules pg_ident_file_mappings pg_config
     pg_available_extensions pg_available_extension_versions
