@@ -53,7 +53,9 @@ def case_databases(ctx: LoadContext, entry: LineMapping) -> tuple[DatabaseSpec, 
 
 def _database_list(ctx: LoadContext, value: Any, line: int) -> tuple[DatabaseSpec, ...]:
     if isinstance(value, str) and "://" not in value and glob.has_magic(pattern := expand_env(ctx, value, line)):
-        matches = [m for m in sorted(glob.glob(str(ctx.resolve(pattern)))) if not _beside_a_database(m)]
+        # `**` reaches into subfolders (Python's recursive glob); a folder it matches is no database
+        matches = [m for m in sorted(glob.glob(str(ctx.resolve(pattern)), recursive=True))
+                   if os.path.isfile(m) and not _beside_a_database(m)]
         if not matches:
             raise ctx.error(f"no database matches {value!r}", line,
                             fix="check the glob pattern; it is relative to the suite file")
