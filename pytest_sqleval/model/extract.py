@@ -370,7 +370,7 @@ def _prefilled_block(text: str) -> str | None:
     head = text[:fences[0].start()].strip()
     if not head:
         return None
-    found = extract_sql(head, "auto")
+    found = _extract(head, "auto")
     return found.sql if found.sql is not None and _rank(found.sql) == 2 else None
 
 
@@ -395,7 +395,7 @@ def _outside_fences(text: str) -> Extraction | None:
     rest = _without_fenced_blocks(text, _fenced_blocks(text))
     if not rest.strip() or _fenced_blocks(rest):
         return None
-    found = extract_sql(rest, "auto")
+    found = _extract(rest, "auto")
     return found if found.sql is not None else None
 
 
