@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT  # noqa: F401
-from .thresholds import Threshold, ThresholdError, check_assignment_form, parse_assignment
+from .thresholds import INI_COMMENT_FIX, Threshold, ThresholdError, check_assignment_form, parse_assignment
 
 #: Valid ranges (inclusive upper bounds); anything else is a clear error wherever it is written.
 MAX_TIMEOUT = 86_400.0  # one day, for a query timeout and a connect timeout
@@ -364,6 +364,5 @@ def _ini_number(value, name: str, parse):
 def _comment_hint(value) -> str:
     """Why a value with ``# ...`` or ``; ...`` after it is bad: pytest's ini files have no comment after a value."""
     if isinstance(value, str) and any(mark in value for mark in (" #", "\t#", " ;", "\t;")):
-        return ("; an ini value has no comment after it (`# ...` is read as part of the value): put the comment on "
-                "a line of its own")
+        return f"; {INI_COMMENT_FIX}"
     return ""

@@ -215,8 +215,7 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
         except (TypeError, ValueError):
             comment = source == "ini" and isinstance(value, str) and any(c in value for c in "#;")
             raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}",
-                                 fix="an ini value has no comment after it: `# ...` is read as part of the value, so "
-                                     "put the comment on a line of its own" if comment else None) from None
+                                 fix=INI_COMMENT_FIX if comment else None) from None
     value = float(value) + 0.0  # `-0` is the limit 0 (shown as -0.00 in the verdict and the report otherwise)
     if value != value or value in (float("inf"), float("-inf")):
         raise ThresholdError(f"threshold for {metric} must be a finite number, not {value}")
@@ -235,6 +234,10 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
                              fix=f"write a whole number: {whole} is the same gate for {metric}")
     return Threshold(metric, bound, value, source)
 
+
+#: Why an ini value with ``# ...`` after it is bad (thresholds and the other ini options say it alike).
+INI_COMMENT_FIX = ("an ini value has no comment after it: `# ...` is read as part of the value, so put the comment on "
+                   "a line of its own")
 
 #: How to write several thresholds, by where they are written.
 _ONE_EACH = {"cli": "give one --sqleval-threshold METRIC=VALUE for each metric",
