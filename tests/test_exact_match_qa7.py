@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from conftest import require_module
 from exact_match_support import SCHEMA, failing
 from pytest_sqleval.metrics.exact_match import exact_match
 
@@ -84,7 +85,7 @@ def _duckdb_suite(root):
 
 @pytest.mark.parametrize("args", [(), ("-n", "2")])
 def test_parenthesised_compound_through_a_duckdb_interaction(pytester, args):
-    pytest.importorskip("duckdb")
+    require_module("duckdb")
     _duckdb_suite(pytester.path)
     report = pytester.path / "report.json"
     run = pytester.runpytest_subprocess if args else pytester.runpytest
@@ -132,7 +133,7 @@ def test_order_and_limit_after_parentheses_count_as_written(dialect, gold, pred)
 
 
 def test_limit_after_parentheses_through_a_duckdb_suite(pytester):
-    pytest.importorskip("duckdb")
+    require_module("duckdb")
     _duckdb_suite(pytester.path)
     (pytester.path / "names.sqleval.yaml").write_text(
         'database: {url: "duckdb://", setup: [schema.sql]}\n'
