@@ -187,6 +187,10 @@ class ExactMatchCheck(Verdict):
         lines.append(f"  predicted SQL: {_predicted_line(self.predicted)}")
         if len(self.golds) > 1:
             lines.append(f"  accepted golds: {len(self.golds)}; best: #{self.best + 1} (any one may match)")
+            for i, (text, clauses) in enumerate(zip(self.golds, self.per_gold)):
+                differ = [c for c in (self.checked if self.subset else clauses) if not clauses.get(c, False)]
+                verdict = "not scored" if not clauses else f"differs on {', '.join(differ)}" if differ else "match"
+                lines.append(f"    #{i + 1} {_one_line(text)[:70]}: {verdict}")
         if self.reason and not self.clauses:
             lines.append(f"  {self.reason}")
         if self.clauses:
@@ -319,7 +323,11 @@ def check_exact_match(gold: Any, predicted: str, *, schema=None, clauses: Sequen
         if clauses is None:
             ok = bool(verdict.match)
         results.append((ok, verdict, checked))
-    best = max(range(len(results)), key=lambda i: (results[i][0], sum(results[i][1].clauses.values()), -i))
+    # one best gold for every clause shown: the first that passes, else the one matching most of the checked
+    # clauses (clauses= decides, not the others), then most clauses overall
+    best = max(range(len(results)), key=lambda i: (results[i][0], sum(bool(results[i][1].clauses.get(c)) for c in
+                                                                       results[i][2]),
+                                                   sum(results[i][1].clauses.values()), -i))
     ok, verdict, checked = results[best]
     return _returned(ExactMatchCheck(
         passed=ok, gold=golds[best], predicted=predicted, profile=options.profile, clauses=dict(verdict.clauses),
@@ -685,7 +693,8 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
 #: an explicit `max_rows=` wins over the option, and there is no suite whose `timeout:` could be raised).
 _LIMIT_HINTS = (
     ("raise it with --sqleval-timeout or the suite's `timeout:`", "raise it with `timeout=` or --sqleval-timeout"),
-    ("raise it with --sqleval-max-rows", "raise it with `max_rows=` or --sqleval-max-rows"),
+    ("raise it with --sqleval-max-rows, the suite's `max_rows:` or the ini option sqleval_max_rows",
+     "raise it with `max_rows=` or --sqleval-max-rows"),
     ("raise it with --sqleval-max-memory or the suite's `max_memory:`",
      "raise it with --sqleval-max-memory or the ini option sqleval_max_memory"),
 )

@@ -169,6 +169,8 @@ def validate_option(name: str, value: Any) -> None:
     if name not in OPTION_NAMES:
         raise OptionError(f"unknown comparison option {name!r}; options are: {', '.join(OPTION_NAMES)}")
     if name == "float_decimals":
+        if isinstance(value, str):  # `float_decimals: "2"`: a quoted number is text
+            raise OptionError(f"float_decimals must be a whole number >= 0 (or null), not the text {value!r}")
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise OptionError(f"float_decimals must be null or a whole number >= 0, not {value!r}")
         return
@@ -214,6 +216,19 @@ def resolve_execution(spec: str | Mapping[str, Any] | None,
     return base.with_overrides(overrides)
 
 
+def options_changed(execution: Mapping[str, Any],
+                    profiles: Mapping[str, ComparisonOptions] | None = None) -> dict[str, Any]:
+    """The options of a resolved ``execution`` (:meth:`ComparisonOptions.as_dict`) that differ from those of the
+    profile it names (``{profile: bird, duplicates: bag}`` -> ``{"duplicates": "bag"}``), so that a summary naming
+    the profile does not pass the suite's overrides off as the profile's; {} when the profile is unknown here."""
+    table = active_profiles() if profiles is None else profiles
+    base = table.get(execution.get("profile")) if isinstance(execution.get("profile"), str) else None
+    if not isinstance(base, ComparisonOptions):
+        return {}
+    return {name: execution[name] for name in OPTION_NAMES
+            if name in execution and execution[name] != getattr(base, name)}
+
+
 def locate_problem(spec: Any, profiles: Mapping[str, ComparisonOptions] | None = None) -> tuple[str | None, str]:
     """For a ``spec`` :func:`resolve_execution` refuses: the key of the mapping at fault (None: the spec itself,
     or nothing found) and the fix to print, naming the closest valid profile, option or value."""
@@ -251,6 +266,8 @@ def _fix_of_option(name: Any, value: Any) -> str:
         if close:
             return f"write `{close[0]}: {value}` (the options are in the README's comparison table)"
         return "use an option the message lists; see the comparison profiles in the README"
+    if name == "float_decimals" and isinstance(value, str) and value.strip().isdigit():
+        return f"write `float_decimals: {value.strip()}` without quotes (a quoted number is text)"
     if name == "float_decimals":
         return "write a whole number of decimal places, e.g. `float_decimals: 2`, or `float_decimals: null` to compare exact values"
     allowed = list(CHOICES[name])

@@ -256,7 +256,7 @@ def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alp
     definition = active_registry().get(rule.metric)
     lower_is_better = definition is not None and definition.direction == "lower"
     drop, dropped = (delta, "rose") if lower_is_better else (-delta, "dropped")
-    evidence = f"(95% CI [{lo:.2f}, {hi:.2f}], p={format_p(p)}, {stats['n_pairs']} pairs)"
+    evidence = f"(95% CI {format_interval(lo, hi)}, p={format_p(p)}, {stats['n_pairs']} pairs)"
     label = _rule_label(rule)
     tolerance = exact_number(rule.tolerance)
     significant = p < alpha
@@ -279,6 +279,19 @@ def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alp
     return {"name": _gate_name(suite, rule), "kind": "fail_under_baseline", "suite": suite,
             "metric": rule.metric, "value": delta, "limit": limit, "p_value": p, "ci": [lo, hi],
             "alpha": alpha, "passed": passed, "message": message}
+
+
+def format_interval(lo: float, hi: float) -> str:
+    """``[-0.40, 0.02]``: two decimals, more (up to six) while they would hide what the interval says: an interval
+    that excludes 0 with a bound read as ``0.00``/``-0.00`` (a large suite's small significant drop,
+    ``[-0.0045, -0.0015]``, showed as ``[-0.00, -0.00]``), or two different bounds read alike (``[1.00, 1.00]``)."""
+    excludes_zero = lo > 0 or hi < 0
+    for digits in range(2, 7):
+        low, high = f"{lo + 0.0:.{digits}f}", f"{hi + 0.0:.{digits}f}"
+        hidden = excludes_zero and (float(low) == 0 or float(high) == 0)
+        if not hidden and (low != high or lo == hi):
+            return f"[{low}, {high}]"
+    return f"[{lo + 0.0:.3g}, {hi + 0.0:.3g}]"  # smaller still: in significant digits
 
 
 def format_p(p: float) -> str:

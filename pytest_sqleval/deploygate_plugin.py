@@ -78,16 +78,29 @@ def pytest_configure(config: pytest.Config) -> None:
         shard = parse_shard(option.sqleval_shard) if option.sqleval_shard else None
     except ShardError as exc:
         raise pytest.UsageError(f"--sqleval-shard: {exc}") from None
+    from .settings import _comment_hint
+
+    given = None  # the ini option being read, when the value comes from the ini file
     try:
         rules = [parse_baseline_rule(t) for t in option.sqleval_fail_under_baseline or ()]
         if option.sqleval_fail_under_baseline is None:
-            rules = [parse_baseline_rule(t) for t in _ini(config, "sqleval_fail_under_baseline") or ()]
+            given = "sqleval_fail_under_baseline"
+            rules = [parse_baseline_rule(t) for t in _ini(config, given) or ()]
+        given = None if option.sqleval_alpha else "sqleval_alpha"
         alpha_text = option.sqleval_alpha or _ini(config, "sqleval_alpha")
         alpha = parse_alpha(alpha_text) if alpha_text is not None else 0.05
+        given = None if option.sqleval_max_regressed else "sqleval_max_regressed"
         max_text = option.sqleval_max_regressed or _ini(config, "sqleval_max_regressed")
         max_regressed = _count(max_text) if max_text is not None else None
     except GateOptionError as exc:
-        raise pytest.UsageError(f"sqleval baseline gate: {exc}") from None
+        if given is None:
+            raise pytest.UsageError(f"sqleval baseline gate: {exc}") from None
+        # the ini value, named as an ini option, and pytest's ini files have no comment after a value
+        value = _ini(config, given)
+        lines = value if isinstance(value, list) else [value]
+        hint = next((_comment_hint(line) for line in lines if _comment_hint(line)), "")
+        message = str(exc).replace("--sqleval-max-regressed", "sqleval_max_regressed")
+        raise pytest.UsageError(f"ini option {given}: {message}{hint}") from None
     baseline_path = option.sqleval_baseline or _ini(config, "sqleval_baseline")
     settings = state.settings
     overall = merge([t for t in settings.cli_thresholds if t.metric.startswith(OVERALL_PREFIX)],
@@ -112,7 +125,8 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             deploy.baseline = load_report(path, role="baseline")
         except ReportError as exc:
-            raise pytest.UsageError(f"{source} {exc}") from None
+            hint = "" if option.sqleval_baseline else _comment_hint(baseline_path)  # `= deployed.json # last deploy`
+            raise pytest.UsageError(f"{source} {exc}{hint}") from None
     config.stash[DEPLOY_KEY] = deploy
 
 

@@ -590,8 +590,11 @@ def exact_match_fields(case: Case, suite: Suite, prediction: str | None, prepare
     readable = [(i, v) for i, v in enumerate(verdicts) if v is not None]
     if not readable:
         return {"exact_match": None, "clauses": None, "exact_match_reason": f"gold unreadable: {unreadable}"}
-    # any accepted gold may match; otherwise report the gold with the most matching clauses
-    index, verdict = max(readable, key=lambda iv: (bool(iv[1].match), sum(iv[1].clauses.values()), -iv[0]))
+    # any accepted gold may match; otherwise report the gold with the most matching clauses, those a pass_if
+    # `exact_match(select, where)` names first (the clauses that decide, as assert_exact_match(clauses=...) ranks)
+    named = sorted(suite.pass_if.clauses) if suite.pass_if is not None else []
+    index, verdict = max(readable, key=lambda iv: (bool(iv[1].match), sum(bool(iv[1].clauses.get(c)) for c in named),
+                                                   sum(iv[1].clauses.values()), -iv[0]))
     fields = {"exact_match": bool(verdict.match), "clauses": dict(verdict.clauses) or None,
               "exact_match_reason": verdict.reason}
     if len(golds) > 1:
@@ -772,7 +775,9 @@ def jsonable(value: Any) -> Any:
         return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
     if isinstance(value, decimal.Decimal):
         number = float(value) if value.is_finite() else None
-        if number is None or math.isinf(number):  # NaN, infinity, or more digits than a float holds: its text
+        # NaN, infinity, more digits than a float holds, or a value too small for one (PostgreSQL's 1E-1000 is
+        # no float 0.0, which a report would show beside a predicted 0 as if they were equal): its text
+        if number is None or math.isinf(number) or (number == 0 and value != 0):
             text = str(value)
             return text if len(text) <= MAX_REPORT_VALUE_CHARS else _cut(text)
         return number

@@ -16,6 +16,8 @@ finding               severity  meaning
                                 subquery: which rows come back is up to the engine
 ``ties_at_limit``     warning   ORDER BY ... LIMIT k where row k+1 ties with row k on the keys:
                                 another engine may return a different, equally correct row
+``null_order``        warning   ORDER BY without NULLS FIRST/LAST where the result depends on where NULLs sort:
+                                SQLite puts them first in ascending order, PostgreSQL last, DuckDB always last
 ``large``             warning   more rows than the size threshold (``--sqleval-gold-size``)
 ``too_complex``       warning   beyond the scoring limits (:mod:`pytest_sqleval.sql.limits`):
                                 exact match and difficulty cannot read it, and the LIMIT/ORDER BY
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass
+from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
@@ -66,11 +69,16 @@ def check_gold(gold_sql: str, result: QueryResult, engine, *, dialect: str, time
     """Findings for one gold query whose first run gave ``result``. ``ran_sql`` and ``text_errors``: what that
     run executed and how it read text (the profile's DISTINCT stripping and text decoding), so the second run
     that tests stability repeats it exactly."""
-    findings = vacuous_findings(result)
+    findings = [_with_underflow(f, gold_sql, dialect) for f in vacuous_findings(result)]
     if len(result.rows) > size_threshold:
         findings.append(Finding("large", "warning", f"returns {len(result.rows)} rows (threshold {size_threshold})"))
-    findings.extend(determinism_findings(gold_sql, result, engine, dialect=dialect, timeout=timeout, max_rows=max_rows,
-                                         ran_sql=ran_sql, text_errors=text_errors))
+    determinism = determinism_findings(gold_sql, result, engine, dialect=dialect, timeout=timeout, max_rows=max_rows,
+                                       ran_sql=ran_sql, text_errors=text_errors)
+    findings.extend(determinism)
+    if not any(f.kind in ("unstable", "too_complex") for f in determinism):  # a random draw changes it on its own
+        tied = any(f.kind == "ties_at_limit" for f in determinism)
+        findings.extend(_tie_findings("ORDER BY", lambda: _null_order(
+            ran_sql or gold_sql, result, engine, dialect, timeout, max_rows, tied, text_errors), kind="null_order"))
     return findings
 
 
@@ -84,9 +92,37 @@ def vacuous_findings(result: QueryResult) -> list[Finding]:
             return [Finding("single_null", "warning", "returns a single NULL: a vacuous prediction can match it")]
         if value is False:  # PostgreSQL's and DuckDB's boolean, where SQLite returns 0: `SELECT 0` matches it too
             return [Finding("single_zero", "warning", "returns a single FALSE (0): `SELECT 0` matches it")]
+        raw = rows[0][0]
+        if isinstance(raw, Decimal) and raw.is_finite() and raw != 0 and value == 0:  # PostgreSQL's NUMERIC 1e-1000:
+            # exactly not 0, so `SELECT 0` (an int beside a decimal compares exactly) does not match; a float 0 does
+            return [Finding("single_zero", "warning", f"returns a single {raw}, which is 0 as a float: a prediction "
+                                                      "returning a float 0 (`SELECT CAST(0 AS DOUBLE PRECISION)`) "
+                                                      "matches it")]
         if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
             return [Finding("single_zero", "warning", "returns a single 0: `SELECT 0` matches it")]
     return []
+
+
+def _with_underflow(finding: Finding, gold_sql: str, dialect: str) -> Finding:
+    """A single 0 from a gold that writes a non-zero number too small for a float (``SELECT 1e-1000``: SQLite and
+    DuckDB read it as 0.0): the finding names the literal, which the gold's author did not mean as 0."""
+    if finding.kind != "single_zero" or not finding.message.startswith("returns a single 0:"):
+        return finding
+    try:
+        tree = parse_one_bounded(gold_sql, dialect)
+    except (SqlglotError, SqlTooComplex, RecursionError, MemoryError):
+        return finding
+    for literal in tree.find_all(exp.Literal):
+        if literal.is_string:
+            continue
+        try:
+            value = Decimal(literal.this)
+        except ArithmeticError:
+            continue
+        if value.is_finite() and value != 0 and float(value) == 0:
+            return Finding(finding.kind, finding.severity, f"returns a single 0 (its literal {literal.this} is 0 as "
+                                                           "a float, as the engine read it): `SELECT 0` matches it")
+    return finding
 
 
 @bounded_stack
@@ -234,14 +270,110 @@ def _inner_queries(outer: exp.Expression):
             yield node
 
 
-def _tie_findings(cut: str, check) -> list[Finding]:
-    """A ``ties_at_limit`` warning when ``check()`` finds a tie at ``cut`` (``LIMIT 3``, ``OFFSET 1``); a
+def _tie_findings(cut: str, check, kind: str = "ties_at_limit") -> list[Finding]:
+    """A ``kind`` warning when ``check()`` finds a tie at ``cut`` (``LIMIT 3``, ``OFFSET 1``); a
     ``too_complex`` warning when the check cannot be built for that gold."""
     try:
         tie = check()
     except (SqlglotError, RecursionError, MemoryError) as exc:
         return [Finding("too_complex", "warning", f"{too_complex_reason(exc)}: the tie check at {cut} was skipped")]
-    return [Finding("ties_at_limit", "warning", tie)] if tie else []
+    return [Finding(kind, "warning", tie)] if tie else []
+
+
+#: Where each convention puts NULLs: (its name, NULLS FIRST for an ascending key?, for a descending key?).
+_NULL_CONVENTIONS = (("nulls_are_small", True, False), ("nulls_are_large", False, True),
+                     ("nulls_are_last", False, False))
+
+
+def _implicit_null_orders(gold_sql: str, dialect: str) -> list[bool]:
+    """For each ORDER BY key of ``gold_sql`` in walk order: does it leave the place of NULLs to the engine (no
+    NULLS FIRST/LAST)? sqlglot fills in the dialect's default, so the text is read under two opposite defaults:
+    only an explicit NULLS FIRST/LAST reads the same under both."""
+    import sqlglot
+    from sqlglot.dialects.dialect import Dialect
+
+    readings = []
+    for convention in ("nulls_are_small", "nulls_are_large"):
+        reader = Dialect.get_or_raise(dialect)  # a fresh instance: its NULL_ORDERING is set for this reading only
+        reader.NULL_ORDERING = convention
+        try:  # read within the limits already (the caller's bounded parse succeeded)
+            tree = sqlglot.parse_one(gold_sql, read=reader)
+        except SqlglotError:
+            return []
+        readings.append([bool(o.args.get("nulls_first")) for o in tree.find_all(exp.Ordered)])
+    small, large = readings
+    return [a != b for a, b in zip(small, large)] if len(small) == len(large) else []
+
+
+def _null_order(gold_sql: str, result: QueryResult, engine, dialect: str, timeout: float, max_rows: int,
+                tied: bool, text_errors: str) -> str | None:
+    """Run the gold (``gold_sql``: what its first run executed) with its ORDER BY keys' NULLs placed as each engine
+    family places them (SQLite/MySQL: NULLs are small; PostgreSQL/Oracle: large; DuckDB: always last): does the
+    result change? An ordered result is compared by its sequence of ORDER BY keys (rows tied on them may come
+    back in any order)."""
+    outer = _outermost(gold_sql, dialect)  # None: sqlglot cannot read it (the checks that need a tree are skipped)
+    implicit = _implicit_null_orders(gold_sql, dialect) if outer is not None else []
+    if not any(implicit):
+        return None
+    from sqlglot.dialects.dialect import Dialect
+
+    def run(tree: exp.Expression) -> QueryResult:
+        return run_query(engine, tree.sql(dialect=dialect), timeout=timeout, max_rows=max_rows, untrusted=False,
+                         text_errors=text_errors)
+
+    ordered = outer.args.get("order") is not None
+    plan = plan_order(gold_sql, dialect, _KEY_OPTIONS) if ordered else None
+    base, own, hidden, keys = outer, result, 0, None
+    try:
+        if plan is not None and plan.hidden_key_sql:
+            base, hidden = parse_one_bounded(plan.hidden_key_sql, dialect), plan.hidden_key_count
+            own = run(base)
+        elif plan is not None and plan.key_columns is not None:
+            keys = list(plan.key_columns)
+    except QueryError:
+        return None
+    if len(list(base.find_all(exp.Ordered))) != len(implicit):
+        return None
+    width = len(own.columns) - hidden
+    if hidden:
+        keys = list(range(width, len(own.columns)))
+    own_convention = Dialect.get_or_raise(dialect).NULL_ORDERING
+    for convention, ascending, descending in _NULL_CONVENTIONS:
+        if convention == own_convention:
+            continue
+        variant = base.copy()
+        for node, free in zip(list(variant.find_all(exp.Ordered)), implicit):
+            if free:
+                node.set("nulls_first", descending if node.args.get("desc") else ascending)
+        try:
+            other = run(variant)
+        except QueryError:
+            continue
+        if _null_placement_differs(own.rows, other.rows, width, keys, ordered=ordered, tied=tied):
+            return ("ORDER BY without NULLS FIRST/LAST, and the result depends on where NULLs sort (SQLite puts them "
+                    "first in ascending order, PostgreSQL last, DuckDB always last): another engine returns a "
+                    "different result; write NULLS FIRST or NULLS LAST")
+    return None
+
+
+def _null_placement_differs(first: list, second: list, width: int, keys: list[int] | None, *, ordered: bool,
+                            tied: bool) -> bool:
+    """Other rows (unless a tie at the LIMIT explains it), or, in an ordered result, another sequence of ORDER BY
+    keys (without the keys: rows holding a NULL at other places)."""
+    def visible(rows: list) -> QueryResult:
+        return QueryResult(columns=[str(i) for i in range(width)], rows=[tuple(row[:width]) for row in rows])
+
+    if not tied and not _same(visible(first), visible(second), ordered=False):
+        return True
+    if not ordered:
+        return False
+    if keys is not None:
+        def sequence(rows: list) -> list[tuple]:
+            return [tuple(normalise_value(row[i]) for i in keys) for row in rows]
+    else:
+        def sequence(rows: list) -> list[int]:
+            return [i for i, row in enumerate(rows) if any(v is None for v in row)]
+    return sequence(first) != sequence(second)
 
 
 def _tie_at_cut(gold_sql: str, outer: exp.Expression, limit: int, engine, dialect: str, timeout: float,

@@ -38,6 +38,11 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+#: Operators of other languages a user may write (``=`` of SQL, ``=>``, ``!=``): each is named in the message with
+#: the one pass_if takes, instead of the rule reading as a score that was never compared.
+_OTHER_OPERATORS: dict[str, str | None] = {"=": "==", "=>": ">=", "=<": "<=", "!=": None, "<>": None}
+
+
 class PassRuleError(ValueError):
     pass
 
@@ -151,6 +156,14 @@ def _parse_condition(tokens: list[str], i: int) -> tuple[Condition, int]:
         if metric != "exact_match":
             raise PassRuleError(f"only exact_match takes a clause list, as in exact_match(select, where); not {metric}")
         return _parse_clauses(tokens, i)
+    if i < len(tokens) and tokens[i] in _OTHER_OPERATORS:
+        written, instead = tokens[i], _OTHER_OPERATORS[tokens[i]]
+        value = tokens[i + 1] if i + 1 < len(tokens) else "0.8"
+        hint = (f"write '{metric}' alone (it holds when true)" if kind != "score" and instead == "==" else
+                f"write '{metric} {instead} {value}'" if instead else
+                f"pass_if has no 'not equal': write e.g. '{metric} < {value}' (or '> {value}')")
+        raise PassRuleError(f"'{written}' is not an operator of pass_if (its operators are {', '.join(_OPERATORS)}); "
+                            f"{hint}")
     if i < len(tokens) and tokens[i] in _OPERATORS:
         op = tokens[i]
         if i + 1 >= len(tokens):
@@ -203,7 +216,7 @@ def _tokenize(text: str) -> list[str]:
 
 
 def _split_operators(word: str) -> list[str]:
-    for op in (">=", "<=", "==", ">", "<"):
+    for op in (">=", "<=", "==", "!=", "<>", "=>", "=<", ">", "<", "="):
         head, sep, tail = word.partition(op)
         if sep:
             return [t for t in (*_split_operators(head), op, *_split_operators(tail)) if t]

@@ -192,6 +192,22 @@ def unicode_twins(unknown: list[str], case_ids: set[str]) -> str:
     return f" ({shown}: write the ids with the same characters as the suite, e.g. NFC-normalised)"
 
 
+def turn_hints(unknown: list[str], case_ids: set[str]) -> str:
+    """A note for unmatched ids that address an interaction's turn otherwise than as ``<interaction>/<n>``
+    counted from 1: the item id's ``conv[2]``, a 0-based ``conv/0`` (SParC's files count interactions from 0), or
+    the interaction's own id. Empty if none."""
+    hints = []
+    for pid in unknown:
+        base, bracket, rest = pid.rpartition("[")
+        if bracket and rest.endswith("]") and f"{base}/{rest[:-1]}" in case_ids:
+            hints.append(f"{pid} is the test item's id: the prediction's id is {base}/{rest[:-1]}")
+        elif pid.endswith("/0") and f"{pid[:-2]}/1" in case_ids:
+            hints.append(f"turns are counted from 1: the first turn of {pid[:-2]} is {pid[:-2]}/1")
+        elif f"{pid}/1" in case_ids:
+            hints.append(f"{pid} is an interaction: give each turn a line of its own ({pid}/1, {pid}/2, ...)")
+    return f" ({'; '.join(hints[:5])})" if hints else ""
+
+
 def conflicting_ids(predictions: dict[str, Prediction], qualified_ids: set[str]) -> list[str]:
     """Messages for a case addressed twice in one file, as ``a`` and as ``<suite>::a`` (both lines named).
 

@@ -117,10 +117,11 @@ class SqlevalSession:
             shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
         if shown is not None:
             lines = ", ".join(str(self.state.predictions[pid].line) for pid in unknown[:20])
-            from .predictions import unicode_twins
+            from .predictions import turn_hints, unicode_twins
 
             message = (f"{path}: {len(unknown)} prediction id(s) match no collected case: {shown} "
-                       f"(line{'s' if len(unknown) > 1 else ''} {lines}){unicode_twins(unknown, known)}\n"
+                       f"(line{'s' if len(unknown) > 1 else ''} {lines}){unicode_twins(unknown, known)}"
+                       f"{turn_hints(unknown, known)}\n"
                        "  fix: use the cases' `id:` values "
                        "(a turn is <interaction>/<n>; <suite>::<id> picks one suite)")
         report = pytest.CollectReport(nodeid=str(path), outcome="failed", longrepr=message, result=[])
@@ -191,7 +192,7 @@ class SqlevalSession:
             self._stop = "--sw" if _stepwise_stop(str(stop), self.config) else str(stop)
             self._finish_loop(session)
             raise
-        if is_worker(self.config) or self.config.option.collectonly or self.state.settings.check_gold:
+        if is_worker(self.config) or _runs_no_case(self.config) or self.state.settings.check_gold:
             return result
         self._finish_loop(session)
         return result
@@ -362,6 +363,13 @@ class SqlevalSession:
             terminalreporter.write_line(f"sqleval: {n} case{'s' if n != 1 else ''} of the collected suites not selected "
                                         "(-k, -m, --deselect, --lf, --sw): the summary, the gates and the reports cover "
                                         "the selected cases only", yellow=True)
+
+
+def _runs_no_case(config: pytest.Config) -> bool:
+    """``--co``, ``--setup-only`` and ``--setup-plan`` (which sets ``setuponly``): pytest runs no case's call, so there
+    is nothing to summarise, gate or report (exit status 0, the last run's reports left as they are)."""
+    option = config.option
+    return bool(option.collectonly or getattr(option, "setuponly", False) or getattr(option, "setupplan", False))
 
 
 class PassedPhaseReports:

@@ -46,6 +46,18 @@ def summarize(suite: Suite, records: Sequence[Mapping[str, Any]], *, cli: Iterab
 
 
 def _profile_name(options: Any) -> str | None:
+    """The exact-match profile's name, with the options the suite changed from the profile's own
+    (``sqleval (values: ignore)``): scores under other options are not the profile's, and reports (and the gates
+    comparing two of them) must tell them apart."""
     if options is None:
         return None
-    return getattr(options, "profile", None) or str(options)
+    name = getattr(options, "profile", None)
+    if not name:
+        return str(options)
+    from .metrics.exact_match.options import EXACT_MATCH_PROFILES
+
+    base = EXACT_MATCH_PROFILES.get(name)
+    written = options.as_dict() if base is not None and hasattr(options, "as_dict") else {}
+    changed = [f"{key}: {str(value).lower() if isinstance(value, bool) else value}"
+               for key, value in written.items() if key != "profile" and getattr(base, key, value) != value]
+    return f"{name} ({', '.join(changed)})" if changed else name

@@ -209,6 +209,11 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
         raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}",
                              fix=f"write the number with a decimal point: {value.replace('_', '.', 1)}?"
                              if _is_number(value.replace("_", ".", 1)) else None)
+    if isinstance(value, str) and value.strip().endswith("%") and _is_number(value.strip()[:-1]) and kind != "count":
+        share = f"{float(value.strip()[:-1]) / 100:g}"  # `60%`: a rate is a share from 0 to 1, not a percentage
+        raise ThresholdError(f"threshold for {metric} must be a number, not {value!r}",
+                             fix="write the rate as a share from 0 to 1: "
+                                 + (f"`{metric}: {share}`" if source == "suite" else f"{metric}={share}"))
     if not isinstance(value, (int, float)):
         try:
             value = float(value)

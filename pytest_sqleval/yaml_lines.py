@@ -190,14 +190,25 @@ def _line_loader() -> type:
     return _LineLoader
 
 
+def suite_text(path: Path) -> str:
+    """The text of a suite file: UTF-8, with or without a byte-order mark, or UTF-16 when it starts with that BOM
+    (Windows editors and PowerShell 5's ``>`` save it); the BOM is no part of the text. Raises OSError and
+    UnicodeDecodeError (its ``object`` the file's bytes, so a position maps to a line)."""
+    data = path.read_bytes()
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16")
+    return data.decode("utf-8-sig")
+
+
 def read_yaml(path: Path) -> Any:
     """The document of ``path`` (mappings and lists with line numbers); any problem is a SuiteError naming the file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = suite_text(path)
     except OSError as exc:
         raise SuiteError(f"cannot read the suite: {exc.strerror}", path=path) from None
     except UnicodeDecodeError as exc:
-        raise SuiteError(f"the file is not UTF-8 ({exc.reason} at byte {exc.start})", path=path,
+        encoding = "UTF-16, as its byte-order mark says" if exc.encoding.startswith("utf-16") else "UTF-8"
+        raise SuiteError(f"the file is not {encoding} ({exc.reason} at byte {exc.start})", path=path,
                          line=exc.object[:exc.start].count(b"\n") + 1, fix="save the suite as UTF-8") from None
     tables = _unicode_break_tables(text)
     try:
@@ -330,7 +341,7 @@ def item_lines_as_written(path: Path, key: str) -> list[int]:
     the alias's own line, where the constructed list (:class:`LineSequence`) has the anchored node's. For error
     messages only (it parses the file again); [] when the file cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = suite_text(path)
         tables = _unicode_break_tables(text)
         events = yaml.parse(text.translate(tables[0]) if tables else text, Loader=_line_loader())
         lines: list[int] = []

@@ -150,7 +150,7 @@ def test_an_update_on_postgresql_changes_neither_the_sample_rows_nor_the_cache_k
     assert by_id(report)["a"]["outcome"] == "passed", result.stdout.str()
     first = server.requests[0].messages
     assert "'bolt'" in first[-1]["content"] and "'A1'" in first[-1]["content"], first[-1]["content"]
-    assert "'n': 1" in first[-1]["content"], first[-1]["content"]
+    assert """'{"n": 1}'""" in first[-1]["content"], first[-1]["content"]  # JSON text, not a dict's repr
     sql("UPDATE parts SET name = name WHERE id = 1; UPDATE bins SET qty = qty WHERE code = 'A1';"
         """UPDATE notes SET doc = doc WHERE doc::text = '{"n": 1}'""")
     server.reset()

@@ -645,7 +645,11 @@ def suite_documents(dataset: Dataset, out: Path) -> dict[str, dict]:
         tags: tuple[str, ...] = ()
         suite_keys = dict(dataset.suite_keys)
         if database is not None:
-            document["database"] = _relative(database, out)
+            variants = _test_suite_variants(database) if dataset.name in TEST_SUITE_DATASETS else []
+            if variants:  # the test-suite release: the official script runs each query on every database there
+                document["databases"] = [_relative(d, out) for d in (database, *variants)]
+            else:
+                document["database"] = _relative(database, out)
             if _schema_only(database):
                 dataset.schema_only.add(db_id)
                 tags = ("schema_only",)
@@ -675,6 +679,23 @@ def suite_documents(dataset: Dataset, out: Path) -> dict[str, dict]:
             name = f"{_file_name(db_id)}-{number}.sqleval.yaml"
         documents[name] = document
     return documents
+
+
+#: Datasets scored as test-suite-sql-eval scores them: a query runs on every database of its db_id's folder.
+TEST_SUITE_DATASETS = ("spider", "sparc", "cosql")
+
+
+def _test_suite_variants(database: Path) -> list[Path]:
+    """The other databases in the folder of ``database`` (Spider's test-suite release holds ``<db>/<db>.sqlite``
+    and its distilled variants ``<db>/<db>_1.sqlite``, ...): test-suite-sql-eval's ``eval_exec_match`` compares
+    on every file of that folder with ``.sqlite`` in its name, so the suite lists them all under ``databases:``
+    (SQLite's ``-journal``/``-wal``/``-shm`` files beside a database are none)."""
+    try:
+        siblings = sorted(p for p in database.parent.iterdir() if ".sqlite" in p.name and p.is_file()
+                          and not p.name.endswith(("-journal", "-wal", "-shm")) and p.name != database.name)
+    except OSError:
+        return []
+    return siblings
 
 
 def _tables_db_ids(path: Path) -> set[str]:

@@ -158,7 +158,11 @@ _INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060"
 #: special tokens shown): Llama 3's, ChatML's (Qwen, Mistral instruct), GPT-2's, Llama 2's and SentencePiece's,
 #: Gemma's, Phi's.
 END_OF_TURN_TOKENS = ("<|eot_id|>", "<|im_end|>", "<|endoftext|>", "</s>", "<end_of_turn>", "<|end|>",
-                      "<|end_of_text|>", "<eos>")
+                      "<|end_of_text|>", "<eos>", "<|return|>")
+#: gpt-oss's "harmony" format, when the server leaves its channels in the text (``<|channel|>analysis<|message|>...
+#: <|end|><|start|>assistant<|channel|>final<|message|>SELECT ...``): the answer is the final channel's message.
+_HARMONY_STARTS = ("<|channel|>", "<|start|>")
+_HARMONY_FINAL = "<|channel|>final<|message|>"
 
 
 def _without_wrapping_tokens(text: str) -> str:
@@ -195,6 +199,11 @@ def _extract(text: str | None, mode: str) -> Extraction:
     if mode == "raw":
         return _checked(text.strip(), text, mode, "text")
     text = _without_wrapping_tokens(text)
+    if text.startswith(_HARMONY_STARTS):  # gpt-oss's channels, left in the text by a server that did not parse them
+        final = text.rpartition(_HARMONY_FINAL)
+        if not final[1]:  # cut off while thinking (analysis only): no answer yet
+            return Extraction(None, mode, "none", "no_sql", f"the model's answer contains no SQL: {preview(text)}")
+        text = _without_wrapping_tokens(final[2])
     thought = _THINK.match(text)  # a reasoning model's thinking first: its drafts are not the answer
     if thought:
         if not thought.group(2) or not text[thought.end():].strip():  # cut off while thinking, or nothing after
@@ -233,16 +242,29 @@ def _extract(text: str | None, mode: str) -> Extraction:
     lines = stripped.split("\n")  # not splitlines(): rejoined, a U+2028 or \r inside a string literal stays as it was
     introduced = _introduces(lines[0])  # "Select the names:", "Update: ...": prose, though its first word is SQL's
     if looks_like_sql(stripped) and not introduced:
+        after = _after_prose_colon(stripped, lines[0])  # "Select the rows: SELECT name FROM t": prose whose first
+        if after is not None:  # word is SQL's, then the query on the same line
+            return _checked(after, text, mode, "label")
         return _checked(_trailing_prose_removed(stripped), text, mode, "text")
     start = 0  # of line `number` in `stripped`: the rest is a slice, not a join of the lines (a model's degenerate
-    for number in range(1, len(lines)):  # repetition has thousands)
+    unsure = 0  # repetition has thousands), made only for a line that may start SQL: linear in the answer
+    comments = None  # the start of the comment lines right before this line: they open its rest
+    for number in range(1, len(lines)):
         start += len(lines[number - 1]) + 1
         if not lines[number].strip():  # a blank line: its rest, stripped, is the next line's
             continue
-        rest = stripped[start:].strip()
-        rest = _LABEL.sub("", rest, count=1)
-        if rest and looks_like_sql(rest):
-            return _checked(_trailing_prose_removed(rest), text, mode, "prose")
+        starts = _line_starts_sql(lines, number)
+        if starts == _COMMENT:  # its rest starts as the next line's does
+            comments = start if comments is None else comments
+            continue
+        froms, comments = ([start] if comments is None else [comments, start]), None
+        if starts is False or (starts is None and unsure >= _MAX_UNSURE_LINES):
+            continue
+        unsure += starts is None
+        for at in froms:  # the comment lines before it first, as they open its rest
+            rest = _LABEL.sub("", stripped[at:].strip(), count=1)
+            if rest and looks_like_sql(rest):
+                return _checked(_trailing_prose_removed(rest), text, mode, "prose")
     _, colon, tail = lines[0].partition(":")  # "The query is: SELECT ...": the SQL after a prose line's colon
     rest = (tail + "\n" + "\n".join(lines[1:])).strip()
     if colon and tail.strip() and not tail.startswith(":") and looks_like_sql(rest):
@@ -252,6 +274,64 @@ def _extract(text: str | None, mode: str) -> Extraction:
     else:
         found = _checked(stripped, text, mode, "text")
     return empty if empty is not None and found.sql is None else found
+
+
+def _after_prose_colon(text: str, first_line: str) -> str | None:
+    """The query after the first ``:`` token of ``text``'s first line (``Select the rows: SELECT name FROM t``,
+    ``Show me: SELECT ...``), when sqlglot parses that as queries and does not parse the whole text so (a ``:`` in a
+    query, ``x::int``, ``:param`` or in a string, leaves a query that parses whole); else None."""
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.tokens import Tokenizer
+
+    try:
+        tokens = Dialect.get_or_raise("").tokenize(first_line)
+    except Exception:  # noqa: BLE001 - a string left open on the line: read whole, as before
+        return None
+    colon = next((token.end for token in tokens if token.token_type.name == "COLON"), None)
+    if colon is None and tokens and tokens[0].token_type in Tokenizer.COMMANDS and first_line.find(":") > 0:
+        colon = first_line.find(":")  # "Show me: SELECT ...": a command's rest is one string token to the tokenizer
+    if colon is None:
+        return None
+    after = _trailing_prose_removed(text[colon + 1:].strip())  # `text` starts with `first_line`
+    if not looks_like_sql(after) or _rank(after) != 2 or _rank(_trailing_prose_removed(text)) == 2:
+        return None
+    return after
+
+
+#: At most this many lines whose own text cannot say whether SQL starts there (a string left open, a label alone) are
+#: read with the rest of the answer (each such read is the answer's length: many would be quadratic).
+_MAX_UNSURE_LINES = 8
+_COMMENT = "comment"
+
+
+def _line_starts_sql(lines: list[str], number: int) -> bool | str | None:
+    """Does the rest of the answer from line ``number`` (a leading label removed) start like SQL, as far as that line
+    says (see :func:`_head_starts_sql`)? None when it cannot say, a label alone on its line included."""
+    line = lines[number].strip()
+    label = _LABEL.match(line)
+    if label is None:
+        return _head_starts_sql(line)
+    line = line[label.end():]
+    starts = _head_starts_sql(line) if line.strip() else None
+    return None if starts == _COMMENT else starts  # "SQL: -- ...": the label's rest, read whole, decides
+
+
+def _head_starts_sql(head: str) -> bool | str | None:
+    """Does a text whose first line is ``head`` start like SQL, as far as that line says: its first token decides (it
+    is the text's first token, whatever follows). ``_COMMENT`` when the line holds only a comment (the next line
+    decides); None when it cannot say (a string or comment left open before any token, or a statement word first
+    with a string left open after it: then the whole text decides, see :func:`_first_token`)."""
+    from sqlglot.dialects.dialect import Dialect
+
+    tokenizer = Dialect.get_or_raise("").tokenizer()
+    try:
+        tokens = tokenizer.tokenize(head)
+    except Exception:  # noqa: BLE001 - a string or comment left open: the tokens before it
+        tokens = list(getattr(tokenizer, "tokens", None) or [])
+        if tokens and not _starts_sql(tokens[0], head):
+            return False  # the whole text's first token too, when the whole reads (and no SQL when it does not)
+        return None
+    return _starts_sql(tokens[0], head) if tokens else _COMMENT
 
 
 def _labelled_section(text: str) -> str | None:
@@ -322,8 +402,8 @@ def _rank(sql: str) -> int:
 
     from ..sql.limits import parse_bounded
 
-    try:
-        trees = [tree for tree in parse_bounded(sql, "") if tree is not None]
+    try:  # a comment after the last `;` (`SELECT ...; -- all shops`) is a Semicolon tree holding it: no statement
+        trees = [tree for tree in parse_bounded(sql, "") if tree is not None and not isinstance(tree, exp.Semicolon)]
     except Exception:  # noqa: BLE001 - sqlglot's errors, or beyond the parse limits
         return 1
     return 2 if trees and all(isinstance(tree, exp.Query) for tree in trees) else 1
@@ -542,8 +622,12 @@ def _json_sql(text: str) -> str | None:
                 for key, value in item.items():
                     if isinstance(value, list) and len(value) == 1:  # {"sql": ["SELECT ..."]}: one query, listed
                         value = value[0]
-                    if str(key).lower() in JSON_SQL_KEYS and isinstance(value, str) and looks_like_sql(value.strip()):
-                        return value.strip()
+                    if str(key).lower() in JSON_SQL_KEYS and isinstance(value, str):
+                        if looks_like_sql(value.strip()):
+                            return value.strip()
+                        fenced = last_fenced_block(value)  # {"sql": "```sql\nSELECT ...\n```"}: the query in it
+                        if fenced is not None and looks_like_sql(fenced):
+                            return fenced
             objects = [v for item in objects for v in item.values() if isinstance(v, dict)]
     return None
 
@@ -572,14 +656,21 @@ def _inline_query(text: str) -> str | None:
 
 def looks_like_sql(text: str) -> bool:
     """Does ``text`` start like a SQL statement? Read by sqlglot's generic tokenizer, the same for every engine."""
+    head = text.lstrip()
+    decided = _head_starts_sql(head[:head.find("\n")] if "\n" in head else head)
+    if isinstance(decided, bool):
+        return decided
     token = _first_token(text)
-    if token is None:
-        return False
+    return token is not None and _starts_sql(token, text)
+
+
+def _starts_sql(token, text: str) -> bool:
+    """Does ``token``, the first of ``text``, start a SQL statement?"""
     first = token.token_type.name
     if first != "L_PAREN" and not (token.text[:1].isalpha() or token.text[:1] == "_"):
         return False  # an operator (`~~~`, a tilde fence, reads as GLOB; `->`, `=>`, `!=`, `||`): no statement starts so
     if first == "VAR":
-        word = text.lstrip("( \t\r\n").split(None, 1)
+        word = text.lstrip("( \t\r\n")[:200].split(None, 1)
         return bool(word) and word[0].upper().rstrip(";") in STATEMENT_WORDS
     return first not in _NOT_A_START
 

@@ -134,6 +134,9 @@ def _type_text(sa_type: Any) -> str:
 
     if sa_type is None or isinstance(sa_type, NullType):  # a SQLite column declared without a type: none, not `NULL`
         return ""
+    item_type = getattr(sa_type, "item_type", None)  # an ARRAY (PostgreSQL's text[]): str() says only `ARRAY`
+    if item_type is not None and type(sa_type).__name__.upper() == "ARRAY":
+        return (_type_text(item_type) or "TEXT") + "[]" * max(getattr(sa_type, "dimensions", None) or 1, 1)
     try:
         return str(sa_type)
     except Exception:  # noqa: BLE001 - some dialect types cannot render without a dialect
@@ -209,9 +212,22 @@ def sample_rows(engine, tables: Sequence[TableDoc], count: int, *, dialect: str,
                 if exc.kind in ("timeout", "memory"):  # another order would take as long: the table gets none
                     break
                 continue  # no rowid (a view, SQLite's WITHOUT ROWID), a column type with no order (json): the next
-            rows[table.name] = (tuple(result.columns), tuple(tuple(r) for r in result.rows[:count]))
+            rows[table.name] = (tuple(result.columns), _json_as_text(table, result.columns, result.rows[:count],
+                                                                     engine.dialect.name))
             break
     return rows
+
+
+def _json_as_text(table: TableDoc, columns: Sequence[str], rows: Sequence[Sequence[Any]], backend: str) -> tuple:
+    """The rows, a PostgreSQL ``json``/``jsonb`` value as its JSON text (``{"a": 1}``, ``true``), as the prompt shows
+    a document (the driver hands it over parsed: a dict shows as Python's ``{'a': 1}``, ``true`` as ``True``).
+    DuckDB hands its JSON over as text already."""
+    kinds = {c.name: c.type.upper() for c in table.columns}
+    positions = {n for n, name in enumerate(columns) if kinds.get(name) in ("JSON", "JSONB")}
+    if not positions or backend != "postgresql":  # the engine's SQLAlchemy dialect
+        return tuple(tuple(row) for row in rows)
+    return tuple(tuple(json.dumps(value, ensure_ascii=False, default=str) if n in positions and value is not None
+                       else value for n, value in enumerate(row)) for row in rows)
 
 
 def _sample_orders(table: TableDoc, dialect: str) -> list[list]:

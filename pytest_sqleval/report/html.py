@@ -153,6 +153,7 @@ def _metric_rows(metrics: dict[str, Any], intervals: dict[str, Any], by_gold: di
             "interval": intervals.get(key),
             "by_gold": (by_gold or {}).get(key),
             "baseline": comparison.get("baseline"),
+            "baseline_text": view.baseline_text(comparison, metrics[key]) if comparison else None,
             "delta": comparison.get("delta"),
             "delta_ci": comparison.get("ci"),
             "p_value": comparison.get("p_value"),
@@ -286,6 +287,8 @@ def chart_data(report: dict[str, Any]) -> dict[str, Any]:
                 "current": [metrics[k] for k in shares],
                 "intervals": [intervals.get(k) for k in shares],
                 "baseline": [(view.baseline_metric(base, k) or {}).get("baseline") for k in shares] if has_baseline else None,
+                # this run over the paired cases: the baseline's bar is over those, not over every case of this run
+                "paired": [(view.baseline_metric(base, k) or {}).get("current") for k in shares] if has_baseline else None,
                 "p_values": [(view.baseline_metric(base, k) or {}).get("p_value") for k in shares] if has_baseline else None,
                 # means off the rates' 0-1 axis (a latency of 250 would flatten every bar): shown as text instead
                 "apart": [{"label": view.label(k), "current": metrics[k], "interval": intervals.get(k),

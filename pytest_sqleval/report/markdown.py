@@ -302,7 +302,7 @@ def _metrics_table(lines: list[str], metrics: dict[str, Any], intervals: dict[st
             else:
                 delta = comparison.get("delta")
                 arrow = "" if not delta else (" ▲" if delta > 0 else " ▼")
-                row += [view.fmt(comparison.get("baseline")), view.fmt_delta(delta) + arrow,
+                row += [cell(view.baseline_text(comparison, metrics[key])), view.fmt_delta(delta) + arrow,
                         view.fmt_interval(comparison.get("ci")), view.fmt_p(comparison.get("p_value"))]
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")

@@ -48,7 +48,7 @@ def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool
     outcomes = outcome_text(agg["outcomes"])
     tr.write_line(printable(f"suite {summary.name} ({summary.path})"))  # a name can hold an escape or a newline
     cases = f"{agg['cases']} case{'s' if agg['cases'] != 1 else ''}"
-    tr.write_line(f"  {cases}: {outcomes} | execution profile {summary.execution['profile']}"
+    tr.write_line(f"  {cases}: {outcomes} | execution profile {_profile_text(summary.execution)}"
                   f" | exact match {summary.exact_match_profile or '-'} | pass_if {summary.pass_if}")
     _write_metrics(tr, agg)
     _write_breakdown(tr, "difficulty", agg.get("by_difficulty", {}))
@@ -61,6 +61,15 @@ def write_suite(tr, summary: SuiteSummary, records: list[dict], *, verbose: bool
     _write_model_usage(tr, records)
     _write_misses(tr, records, verbose=verbose)
     _write_verdicts(tr, summary, exit_status)
+
+
+def _profile_text(execution: dict) -> str:
+    """``bird``, or ``bird (duplicates: bag, float_decimals: 2)`` when the suite overrides some of its options."""
+    from ..comparison import options_changed
+
+    changed = options_changed(execution)
+    options = ", ".join(f"{name}: {'null' if value is None else value}" for name, value in changed.items())
+    return f"{execution['profile']} ({options})" if options else str(execution["profile"])
 
 
 #: pytest.ExitCode's other statuses (not imported: ``sqleval gate`` writes these lines without pytest)
@@ -198,10 +207,13 @@ def fmt_interval(interval: Any, decimals: int = 4) -> str:
 def overall_metric_parts(overall: dict) -> list[str]:
     """``name value [low, high]`` for each reported metric of a report's ``overall`` block, in the registry's order
     (the terminal's overall line, and the one ``sqleval merge``/``gate`` print)."""
+    from ..deploygate import format_interval
+
     parts = []
     for key in (m.name for m in active_registry().reported()):
         if key in overall["metrics"]:
-            interval = fmt_interval(overall["intervals"].get(key), 2)
+            span = overall["intervals"].get(key)  # two decimals, more where they would show a point or a 0
+            interval = format_interval(span[0], span[1]) if span else ""
             parts.append(f"{key} {fmt(overall['metrics'][key])}" + (f" {interval}" if interval else ""))
     return parts
 

@@ -221,6 +221,17 @@ def baseline_metric(block: dict[str, Any] | None, metric: str) -> dict[str, Any]
     return value if isinstance(value, dict) else None
 
 
+def baseline_text(comparison: dict[str, Any], value: Any) -> str:
+    """The baseline cell of a metric row: the baseline's value over the paired cases, and, when this run's value over
+    those pairs is not the row's value (cases new in this run, or errored in one run), that one too
+    (``0.7692 → 0.8462 (13 pairs)``): the delta beside it is between those two, not from the row's value."""
+    shown = fmt(comparison.get("baseline"))
+    now = comparison.get("current")
+    if _numeric(now) and _numeric(value) and round(now, 4) != round(value, 4):
+        return f"{shown} → {fmt(now)} ({comparison.get('n_pairs')} pairs)"
+    return shown
+
+
 def pairs(report: dict[str, Any], suite: str) -> dict[str, list[str]]:
     block = baseline_suite(report, suite)
     return dict((block or {}).get("pairs") or {})

@@ -30,7 +30,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from typing import Callable, Iterable
 
 import sqlglot
 from sqlglot import exp
@@ -279,6 +279,11 @@ _POSTGRES_PARSER_DIALECTS = frozenset({"postgres", "redshift", "materialize", "r
 _DUCKDB_WHITE_SPACE = _ENGINE_WHITE_SPACE | frozenset("\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
                                                       "\u2008\u2009\u200a\u202f\u205f\u3000")
 
+#: Characters DuckDB also turns into spaces before it parses that are no white space to Python, so sqlglot reads them
+#: as letters of a name (found by parsing every BMP character with DuckDB): ``FROM pg_settings<U+200B>`` named a table
+#: ``pg_settings<U+200B>`` to the guard, which refuses ``pg_settings``, and read ``pg_settings`` on DuckDB.
+_DUCKDB_INVISIBLE_SPACE = frozenset("\u200b\u2060\ufeff")  # zero width space, word joiner, zero width no-break space
+
 
 def _engine_white_space(dialect: str) -> frozenset[str] | None:
     """The characters the dialect's engine reads as white space, when it reads fewer than sqlglot does and has
@@ -303,7 +308,8 @@ def _check_white_space(sql: str, tokens: list[Token], dialect: str) -> None:
     white = _engine_white_space(dialect)
     if white is None:
         return
-    odd = [i for i, ch in enumerate(sql) if ch.isspace() and ch not in white]
+    invisible = _DUCKDB_INVISIBLE_SPACE if dialect_key(dialect) == "duckdb" else frozenset()
+    odd = [i for i, ch in enumerate(sql) if (ch.isspace() and ch not in white) or ch in invisible]
     if not odd:
         return
     tokenizer = sqlglot.Dialect.get_or_raise(dialect).tokenizer_class
@@ -311,8 +317,8 @@ def _check_white_space(sql: str, tokens: list[Token], dialect: str) -> None:
     comments: dict[int, list[tuple[int, int]]] = {}  # the comments of each stretch between two tokens, read once
     for position in odd:
         k = bisect_right(starts, position) - 1
-        if k >= 0 and position <= tokens[k].end:
-            continue  # inside a string or a quoted name: text
+        if k >= 0 and position <= tokens[k].end and (sql[position].isspace() or tokens[k].token_type in _TEXT_TOKENS):
+            continue  # inside a string or a quoted name: text (an invisible space inside a bare name is the engine's)
         gap = tokens[k].end + 1 if k >= 0 else 0
         if gap not in comments:
             comments[gap] = _comment_spans(sql, gap, starts[k + 1] if k + 1 < len(tokens) else len(sql), tokenizer)
@@ -320,12 +326,25 @@ def _check_white_space(sql: str, tokens: list[Token], dialect: str) -> None:
         n = bisect_right(spans, (position, len(sql))) - 1
         if n >= 0 and position < spans[n][1]:
             continue
+        if not sql[position].isspace():
+            raise QueryError(
+                "rejected",
+                f"has the invisible character U+{ord(sql[position]):04X} at offset {position}, outside any string or "
+                f"quoted name; {dialect} reads it as white space, where the guard reads it as part of a name, so the "
+                "guard cannot check the query as the database reads it: remove it, or write plain spaces",
+            )
         raise QueryError(
             "rejected",
             f"has the white space character U+{ord(sql[position]):04X} at offset {position}, outside any string or "
             "comment; the database reads it as part of a name (or as an error), not as white space, so the guard "
             "cannot check the query as the database reads it: write plain spaces",
         )
+
+
+#: Tokens whose text is a value or a quoted name, where any character is text.
+_TEXT_TOKENS = frozenset(getattr(TokenType, name) for name in (
+    "STRING", "IDENTIFIER", "NATIONAL_STRING", "BIT_STRING", "HEX_STRING", "BYTE_STRING", "RAW_STRING",
+    "HEREDOC_STRING", "UNICODE_STRING") if hasattr(TokenType, name))
 
 
 def _comment_spans(sql: str, start: int, stop: int, tokenizer) -> list[tuple[int, int]]:
@@ -449,8 +468,9 @@ def _check_calls(tokens: list[Token], nodes: list[exp.Expression], dialect: str,
             meta = getattr(node, "_meta", None)
             if meta and meta.get("start") is not None:
                 at.setdefault(meta["start"], []).append(node)
+    operators = _operator_tokens(tokens, nodes)
     for i, token in enumerate(tokens[:-1]):
-        if tokens[i + 1].token_type != TokenType.L_PAREN:
+        if tokens[i + 1].token_type != TokenType.L_PAREN or i in operators:
             continue
         here = at.get(token.start, ())
         if not any(isinstance(n, exp.Func) for n in here):
@@ -471,6 +491,43 @@ def _check_calls(tokens: list[Token], nodes: list[exp.Expression], dialect: str,
                     and tokens[i - 2].token_type in (TokenType.R_PAREN, TokenType.R_BRACKET)
                     and not _field_of_a_row_type(at.get(tokens[i].start, ()))):
                 _check_call(tokens, i, dialect, allowed, allow, notation=True)
+
+
+#: Operators written with a keyword (or a symbol sqlglot tokenizes as one) that sqlglot also accepts as a function's
+#: name: with a parenthesised right operand (``name LIKE ('A%')``, ``name ~ ('^A')``, ``ts AT TIME ZONE ('UTC')``) the
+#: keyword is followed by ``(`` as a call is. Per operator node: how its operator token is told.
+_OPERATOR_NODES: tuple[tuple[type[exp.Expression], Callable[[Token], bool]], ...] = tuple(
+    (getattr(exp, name), test) for name, test in (
+        ("Like", lambda t: t.token_type == TokenType.LIKE),
+        ("ILike", lambda t: t.token_type == TokenType.ILIKE),
+        ("RegexpLike", lambda t: t.token_type == TokenType.RLIKE),
+        ("Glob", lambda t: t.token_type == TokenType.GLOB),
+        ("AtTimeZone", lambda t: t.token_type == TokenType.VAR and t.text.upper() == "ZONE"),
+    ) if hasattr(exp, name))
+
+
+def _operator_tokens(tokens: list[Token], nodes: list[exp.Expression]) -> set[int]:
+    """The indexes of the tokens that are the operator of an operator node of the tree (:data:`_OPERATOR_NODES`): for
+    each such node, the first token of its operator's kind after the last token of its left operand (as the tree
+    places it). A name is never skipped unless sqlglot read an operator of that kind right there."""
+    found: set[int] = set()
+    if not any(isinstance(node, tuple(kind for kind, _ in _OPERATOR_NODES)) for node in nodes):
+        return found
+    starts = [token.start for token in tokens]
+    for node in nodes:
+        test = next((test for kind, test in _OPERATOR_NODES if isinstance(node, kind)), None)
+        left = node.this if test is not None else None
+        if not isinstance(left, exp.Expression):
+            continue
+        ends = [meta["end"] for part in left.walk() if (meta := getattr(part, "_meta", None)) and meta.get("end") is not None]
+        if not ends:
+            continue
+        k = bisect_right(starts, max(ends))
+        while k < len(tokens) - 1 and not test(tokens[k]):
+            k += 1
+        if test(tokens[k]) if k < len(tokens) else False:
+            found.add(k)
+    return found
 
 
 def _field_of_a_row_type(here: Iterable[exp.Expression]) -> bool:

@@ -225,6 +225,11 @@ class DistinctRows(list):
     not the result's (``expect_rows:`` says so instead of counting them)."""
 
 
+#: Where a row cap can be raised: each place it may have been set (the command line wins over the suite's key, which
+#: wins over the ini option), so a cap set in pytest.ini is not explained by an option the user never gave.
+ROW_CAP_HINT = "raise it with --sqleval-max-rows, the suite's `max_rows:` or the ini option sqleval_max_rows"
+
+
 def fetch_capped(cursor: Any, limits: Limits) -> list[tuple]:
     """Fetch at most ``limits.max_rows + 1`` rows and :func:`cap_rows` them. With ``limits.distinct_rows`` a result
     over the cap is read on (in chunks, under the query's timeout) keeping only its distinct rows, first occurrences
@@ -239,8 +244,8 @@ def fetch_capped(cursor: Any, limits: Limits) -> list[tuple]:
         for row in chunk:
             distinct.setdefault(_row_key(row), row)
         if len(distinct) > limits.max_rows:
-            raise QueryError("row_limit", f"returned more than {limits.max_rows} distinct rows (the row cap; raise it "
-                                          "with --sqleval-max-rows)")
+            raise QueryError("row_limit", f"returned more than {limits.max_rows} distinct rows (the row cap; "
+                                          f"{ROW_CAP_HINT})")
         chunk = [tuple(r) for r in cursor.fetchmany(DISTINCT_FETCH_CHUNK)]
     return DistinctRows(distinct.values())
 
@@ -260,7 +265,7 @@ def _row_key(row: tuple) -> Any:
 def cap_rows(rows: list[tuple], max_rows: int) -> list[tuple]:
     """``rows`` (at most ``max_rows + 1`` were fetched), or a ``row_limit`` error when there are too many."""
     if len(rows) > max_rows:
-        raise QueryError("row_limit", f"returned more than {max_rows} rows (the row cap; raise it with --sqleval-max-rows)")
+        raise QueryError("row_limit", f"returned more than {max_rows} rows (the row cap; {ROW_CAP_HINT})")
     return rows
 
 
@@ -279,6 +284,15 @@ def rollback(conn: Any) -> None:
         pass
 
 
+#: The longest engine message kept (characters). An engine's error may quote a value the query built (PostgreSQL's
+#: ``invalid input syntax for type integer: "<the value>"``, DuckDB's ``Could not convert string '<the value>'``): a
+#: 34-character prediction put 50 MB into its case's message, the report and the terminal.
+MAX_MESSAGE_CHARS = 2_000
+
+
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    line = text.splitlines()[0] if text else type(exc).__name__
+    if len(line) > MAX_MESSAGE_CHARS:
+        line = f"{line[:MAX_MESSAGE_CHARS]}... ({len(line) - MAX_MESSAGE_CHARS:,} more characters)"
+    return line

@@ -320,8 +320,11 @@ def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None, poole
     message = None
     try:
         config = {**(extra_config or {}), **DUCKDB_CONFIG}  # lock_configuration last: after the caps
+        after_open = _hardening_after_open(url, config)
         engine = create_engine(url, connect_args={"read_only": True, "config": config},
                                **({} if pooled else {"poolclass": NullPool}))
+        if after_open:
+            _harden_on_connect(engine, after_open)
         with engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1").fetchall()
     except DatabaseError:
@@ -340,6 +343,38 @@ def duckdb_engine(url: str, *, extra_config: dict[str, Any] | None = None, poole
         # duckdb-engine opened before a setting failed (and with it the file, in a mode others then cannot open)
         raise DatabaseError(message)
     return register_target(engine, ("duckdb", url))
+
+
+#: Settings a database whose path holds a ``?`` gets right after it is opened instead of when it is opened, in order.
+_SET_AFTER_OPEN = ("enable_external_access", "lock_configuration")
+
+
+def _hardening_after_open(url: str, config: dict[str, Any]) -> dict[str, Any]:
+    """For a database file whose path holds a ``?``: the settings taken out of ``config`` (changed in place) to be set
+    on each connection right after it opens the file (:func:`_harden_on_connect`); else none.
+
+    DuckDB reads a ``?`` in a database path as the start of options and looks for the write-ahead log of ``a?b.duckdb``
+    at ``a.wal?b.duckdb``, a file that a connection opened with external access off may not even probe: every case
+    on such a file was an error ("Permission Error: Cannot access file ..."). The file opens as DuckDB opens it
+    anywhere else; external access goes off, and the configuration is locked, before the connection runs anything."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        database = make_url(url).database or ""
+    except Exception:  # noqa: BLE001 - create_engine reports a bad URL plainly
+        return {}
+    if "?" not in database:
+        return {}
+    return {name: config.pop(name) for name in _SET_AFTER_OPEN if name in config}
+
+
+def _harden_on_connect(engine: Any, settings: dict[str, Any]) -> None:
+    from sqlalchemy import event
+
+    @event.listens_for(engine, "connect", insert=True)
+    def _harden(dbapi_conn, _record):
+        for name, value in settings.items():
+            dbapi_conn.execute(f"SET {name} = {str(value).lower()}")
 
 
 #: Settings the plugin sets itself on every DuckDB connection (the hardening, and the query process's caps), with

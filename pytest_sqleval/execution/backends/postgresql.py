@@ -140,6 +140,9 @@ class PostgreSQLBackend(Backend):
             return QueryError("memory", f"{memory_message()}: the result did not fit ({_client_error(exc, conn)})")
         if state in ("54011", "54023"):  # too many columns, too many arguments: PostgreSQL does not compile it
             return QueryError("syntax", message)
+        if _unbound_parameter(exc, conn):
+            return QueryError("syntax", f"{message}: the query has a parameter placeholder ($1, $2, ...), and no "
+                                        "value is given for it; write the value itself")
         if state in ("25006", "42501"):
             return QueryError("rejected", f"refused by the read-only connection: {message}")
         if state.startswith("42") or state == "0A000":
@@ -213,7 +216,17 @@ _CONNECTION_ENDED = frozenset({"57P01", "57P02", "57P03"})
 def _connection_lost(exc: BaseException, conn: Any) -> bool:
     """Did the server end the connection (shut down, restarted, terminated the backend) rather than fail the query?"""
     state = getattr(exc, "sqlstate", None) or ""
+    if _unbound_parameter(exc, conn):
+        return False
     return state.startswith("08") or state in _CONNECTION_ENDED or bool(getattr(conn, "broken", False))
+
+
+def _unbound_parameter(exc: BaseException, conn: Any) -> bool:
+    """A query with a parameter placeholder (``SELECT $1``), which the server refuses when binding the values (none
+    are sent) with SQLSTATE 08P01, a *protocol violation* of class 08 (connection exception): the query's error (the
+    connection is fine), not a lost server. Told by the server's function that refused it, not by the message."""
+    return (getattr(exc, "sqlstate", None) == "08P01" and not getattr(conn, "broken", False)
+            and getattr(getattr(exc, "diag", None), "source_function", None) == "exec_bind_message")
 
 
 def _server_of(conn: Any) -> str:
@@ -528,9 +541,18 @@ def build_postgres(url: str, name: str, scripts: tuple[Path, ...], *, connect_ti
     with admin_connect(target, connect_timeout) as conn:
         failed: dict[str, tuple[int, int]] = {}  # where the part that failed is, in a script run in parts
         try:
+            def locate(done: list[str], text: str) -> int | None:
+                text, part, position = _without_psql_restrict(text), failed.pop("part", None), failed.pop("position", None)
+                if position is not None:  # the server's own position of the error: its statement
+                    return _statement_holding(text, position)
+                offset = _pg_locate(conn, text, part)
+                if offset is None and part is None and _manages_transactions(text):
+                    offset = _locate_in_scratch(url, name, [_without_psql_restrict(t) for t in done], text,
+                                                connect_timeout)
+                return offset
+
             run_setup_scripts(scripts, lambda text: _run_pg_script(conn, _without_psql_restrict(text), failed),
-                              psycopg.Error, "PostgreSQL",
-                              lambda _done, text: _pg_locate(conn, _without_psql_restrict(text), failed.pop("part", None)))
+                              psycopg.Error, "PostgreSQL", locate)
         except DatabaseError as exc:
             if any(_copies_from_stdin(script) for script in scripts):
                 raise DatabaseError(f"{exc}; the script loads data with COPY ... FROM stdin, which only psql runs: "
@@ -569,7 +591,13 @@ def _run_pg_script(conn, text: str, failed: dict[str, tuple[int, int]] | None = 
         if len(parts) > 1:  # in parts from the start: a script's own COMMIT before its VACUUM would have kept
             _run_parts(conn, parts, failed)  # the first attempt's work, and the parts would then run it again
             return
-    conn.execute(text)  # (cut into parts, any other script is this one part)
+    try:
+        conn.execute(text)  # (cut into parts, any other script is this one part)
+    except Exception as exc:
+        position = getattr(getattr(exc, "diag", None), "statement_position", None)
+        if failed is not None and position:
+            failed["position"] = int(position) - 1  # (the server counts characters of the whole text, from 1)
+        raise
 
 
 def _run_parts(conn, parts: list[tuple[int, str]], failed: dict[str, tuple[int, int]] | None) -> None:
@@ -582,6 +610,61 @@ def _run_parts(conn, parts: list[tuple[int, str]], failed: dict[str, tuple[int, 
             if failed is not None:
                 failed["part"] = (offset, offset + len(part))
             raise
+
+
+def _statement_holding(text: str, offset: int) -> int | None:
+    """The offset of the statement of ``text`` that holds character ``offset`` (None: none does)."""
+    from .insert_merge import _statements
+
+    for start, end, _ in _statements(text, "postgres"):
+        if start <= offset < end:
+            return start
+    return None
+
+
+#: A script's own transaction statements: locating its failing statement cannot re-run it in a transaction of ours.
+_TRANSACTION_WORDS = frozenset({"BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT"})
+
+
+def _manages_transactions(text: str) -> bool:
+    from sqlglot.dialects.dialect import Dialect
+
+    from .insert_merge import _statements
+
+    dialect = Dialect.get_or_raise("postgres")
+    return any(dialect.tokenize(text[start:end])[0].text.upper() in _TRANSACTION_WORDS
+               for start, end, _ in _statements(text, "postgres"))
+
+
+def _locate_in_scratch(url: str, name: str, done: list[str], text: str, connect_timeout: float) -> int | None:
+    """The offset of the failing statement of a script that manages its own transactions (``BEGIN ... COMMIT``),
+    found in a scratch database of its own: the earlier scripts run whole, then this one statement by statement as
+    psql runs it (what the script committed in the built database before it failed would fail a re-run there).
+    The scratch database (``<name>_l``, the built database's prefix: ``cleanup`` finds a leftover) is dropped."""
+    import psycopg
+    from psycopg import sql as pgsql
+    from sqlalchemy.engine import make_url
+
+    from .insert_merge import _statements
+    from .setup_scripts import failing_statement
+
+    scratch = f"{name[:PG_MAX_IDENTIFIER - 2]}_l"
+    with admin_connect(url, connect_timeout) as admin:
+        admin.execute(pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(scratch)))
+        admin.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(scratch)))
+    try:
+        target = make_url(psycopg_url(url)).set(database=scratch).render_as_string(hide_password=False)
+        with admin_connect(target, connect_timeout) as conn:
+            try:
+                for earlier in done:
+                    _run_pg_script(conn, earlier)
+            except psycopg.Error:
+                return None
+            statements = [(start, text[start:end]) for start, end, _ in _statements(text, "postgres")]
+            return failing_statement(statements, conn.execute)
+    finally:
+        with admin_connect(url, connect_timeout) as admin:
+            admin.execute(pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(scratch)))
 
 
 def _outside_transaction_parts(text: str) -> list[tuple[int, str]]:

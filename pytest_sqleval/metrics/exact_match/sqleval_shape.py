@@ -239,10 +239,12 @@ class ShapeBuilder:
 
     def _limit(self, args: dict[str, Any], keys: _Keys) -> str:
         limit, offset = args.get("limit"), args.get("offset")
-        if limit is None and offset is None:
-            return ""
         parts = [_limit_value(node, keys) if node is not None else "" for node in (limit, offset)]
-        return "limit " + " offset ".join(parts)
+        if parts[1] == _limit_value(exp.Offset(expression=exp.Literal.number(0)), keys):
+            parts[1] = ""  # `OFFSET 0` skips no row: `LIMIT 1 OFFSET 0` is `LIMIT 1`
+        if not any(parts):
+            return ""
+        return "limit " + " offset ".join(parts) if parts[1] else "limit " + parts[0]
 
     # -- FROM -----------------------------------------------------------------------
     def _from(self, from_: exp.From | None, joins: list[exp.Join], scope: _Scope,
