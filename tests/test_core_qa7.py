@@ -3,32 +3,11 @@ run through pytester as a user runs them; assertions read the JSON report."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-import textwrap
-
 import pytest
 
+from core_support import numbers_shop_fixture, run_report, write
 
-@pytest.fixture
-def shop(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A pytester folder holding ``shop.sqlite`` (one table ``t`` of five numbers)."""
-    con = sqlite3.connect(pytester.path / "shop.sqlite")
-    con.executescript("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1), (2), (3), (4), (5);")
-    con.commit()
-    con.close()
-    return pytester
-
-
-def write(pytester: pytest.Pytester, name: str, text: str) -> None:
-    path = pytester.path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-
-
-def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:
-    result = pytester.runpytest("-p", "no:cacheprovider", "--sqleval", "--sqleval-json", "report.json", *args)
-    return result, json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+shop = numbers_shop_fixture()
 
 
 # BIRD's soft F1 keeps the official float arithmetic: 3 of 5 gold rows found gives precision 1, recall 0.6 and

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 
 import pytest
 
 from chat_server import chat_fixture
 from conftest import require_module
-from model_support import by_id, run, shop_fixture
+from model_support import by_id, pg_database_fixture, run, shop_fixture
 
 openai = require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
 # one SDK client built at collection (see test_model_gate_new_inputs.py: pytester's in-process runs forget modules
@@ -106,25 +105,7 @@ def test_a_no_break_space_in_the_answer_scores_on_sqlite_as_on_the_other_engines
 
 
 # --------------------------------------------------------------------------- sample rows in a fixed order
-@pytest.fixture
-def pg_database(request):
-    """A PostgreSQL database of the user's own and a function that runs SQL in it; dropped at the end."""
-    psycopg = require_module("psycopg")
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(request.getfixturevalue("postgres_url"))
-    dsn = dict(host=parsed.host, port=parsed.port, user=parsed.username, password=parsed.password)
-    name = f"qa7_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(**dsn, dbname=parsed.database, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-
-    def sql(text: str) -> None:
-        with psycopg.connect(**dsn, dbname=name, autocommit=True) as conn:
-            conn.execute(text)
-
-    yield parsed.set(database=name).render_as_string(hide_password=False), sql
-    with psycopg.connect(**dsn, dbname=parsed.database, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+pg_database = pg_database_fixture("qa7")
 
 
 def test_an_update_on_postgresql_changes_neither_the_sample_rows_nor_the_cache_key(shop, chat, pg_database):

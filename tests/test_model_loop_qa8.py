@@ -7,13 +7,12 @@ is a real one."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
 from chat_server import chat_fixture
 from conftest import require_module
-from model_support import by_id, run, shop_fixture
+from model_support import by_id, pg_database_fixture, run, shop_fixture
 
 openai = require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
 # one SDK client built at collection (see test_model_gate_new_inputs.py: pytester's in-process runs forget modules
@@ -189,25 +188,7 @@ def test_sql_after_100k_lines_of_prose_is_found_quickly():
 
 
 # --------------------------------------------------------------------------- PostgreSQL values in the prompt
-@pytest.fixture
-def pg_database(request):
-    """A PostgreSQL database of the user's own and a function that runs SQL in it; dropped at the end."""
-    psycopg = require_module("psycopg")
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(request.getfixturevalue("postgres_url"))
-    dsn = dict(host=parsed.host, port=parsed.port, user=parsed.username, password=parsed.password)
-    name = f"qa8_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(**dsn, dbname=parsed.database, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-
-    def sql(text: str) -> None:
-        with psycopg.connect(**dsn, dbname=name, autocommit=True) as conn:
-            conn.execute(text)
-
-    yield parsed.set(database=name).render_as_string(hide_password=False), sql
-    with psycopg.connect(**dsn, dbname=parsed.database, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+pg_database = pg_database_fixture("qa8")
 
 
 @pytest.mark.parametrize("fmt", ["ddl", "compact"])
