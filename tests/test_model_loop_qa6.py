@@ -7,13 +7,12 @@ Run as a user runs them: `pytest --sqleval` through pytester against the loopbac
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
 from chat_server import chat_fixture
 from conftest import require_module
-from model_support import by_id, run, shop_fixture
+from model_support import by_id, pg_database_fixture, run, shop_fixture
 
 openai = require_module("openai", "the openai extra is not installed: pip install 'pytest-sqleval[openai]'")
 # one SDK client built at collection (see test_model_gate_new_inputs.py: pytester's in-process runs forget modules
@@ -27,30 +26,19 @@ chat = chat_fixture()
 
 
 # --------------------------------------------------------------------------- the schema in the prompt, run after run
+pg_database = pg_database_fixture("qa9_order")
+
+
 @pytest.fixture
-def touched_pg(request):
+def touched_pg(pg_database):
     """A PostgreSQL database of the user's own (tables created `zeta` first, then `alpha`), and a function that
     GRANTs SELECT on `zeta` as a DBA would for an evaluation role; dropped at the end."""
-    psycopg = require_module("psycopg")
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(request.getfixturevalue("postgres_url"))
-    dsn = dict(host=parsed.host, port=parsed.port, user=parsed.username, password=parsed.password)
-    name = f"qa9_order_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(**dsn, dbname=parsed.database, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-
-    def sql(text: str) -> None:
-        with psycopg.connect(**dsn, dbname=name, autocommit=True) as conn:
-            conn.execute(text)
-
+    url, sql = pg_database
     sql("CREATE TABLE zeta (id INTEGER PRIMARY KEY, name TEXT);"
         "CREATE TABLE alpha (id INTEGER PRIMARY KEY, zeta_id INTEGER REFERENCES zeta(id));"
         "CREATE TABLE mid (id INTEGER);"
         "INSERT INTO zeta VALUES (1, 'Avionics'), (2, 'Engines')")
-    yield parsed.set(database=name).render_as_string(hide_password=False), sql
-    with psycopg.connect(**dsn, dbname=parsed.database, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return url, sql
 
 
 def test_a_grant_on_a_postgresql_table_changes_neither_the_prompt_nor_the_cache_key(shop, chat, touched_pg):
