@@ -683,7 +683,7 @@ def _score(gold: Any, predicted: str, engine, options, *, timeout: float | None 
         f1 = case_soft_f1(run.result, side, verdict, options)
         record = {**base, "gold": _label(g), "valid": True, "error": None, "soft_f1": f1,
                   "execution_match": verdict.match, "vacuous": verdict.vacuous,
-                  "mismatch": None if verdict.match else mismatch_record(run, side, verdict)}
+                  "mismatch": None if verdict.match else mismatch_record(run, side, verdict, options)}
         raw = (tuple(verdict.gold_only_rows[:DIFF_ROWS]), tuple(verdict.pred_only_rows[:DIFF_ROWS]))
         scores.append(GoldScore(_label(g), g.sql, verdict.match, f1, record, raw))
     return scores
@@ -803,7 +803,8 @@ def _render(head: str, scores: list[GoldScore], best: int, predicted: str) -> st
                 for line in body if not line.startswith("  " + ROWS_CUT_NOTE)]  # the engine's rows are whole
     lines = [head, f"  {_reason(record)}", *body[1:]]
     if not any(line.startswith("  soft_f1:") for line in lines):
-        lines.insert(4, f"  soft_f1: {record.get('soft_f1') or 0.0:.4f}")
+        after = next((i for i, line in enumerate(lines) if line.startswith("  predicted SQL:")), 3) + 1
+        lines.insert(after, f"  soft_f1: {record.get('soft_f1') or 0.0:.4f}")
     if len(scores) > 1:
         lines.append(f"  accepted golds: {len(scores)}; best: #{best + 1} (any one may match)")
         for i, s in enumerate(scores):

@@ -114,18 +114,40 @@ def load_report(path: str | Path, *, role: str = "report") -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        _refuse_predictions(path, text, role)
         raise ReportError(path, f"the {role} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
                           f"pass the JSON file itself; {write_it}") from None
     except RecursionError:  # arrays or objects nested thousands deep: no report is
         raise ReportError(path, f"the {role} nests its JSON arrays or objects too deeply to be a report",
                           f"pass the JSON file itself; {write_it}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        _refuse_predictions(path, text, role)
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ReportError(path, f"the {role} is not a {SCHEMA} report (schema: {found!r})", write_it)
     for key in ("suites", "cases"):
         if not isinstance(data.get(key), list):
             raise ReportError(path, f"the {role} has no {key!r} list", write_it)
     return check_report(path, data, role=role)
+
+
+def _refuse_predictions(path: Path, text: str, role: str) -> None:
+    """A predictions file (``deployed.jsonl`` beside the report ``deployed.json``): JSON Lines, or a JSON list, of
+    ``{id, sql}`` objects. Named as one, with the fix, instead of "Extra data (line 2, column 1)"."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    try:
+        entry = json.loads(first)
+    except (json.JSONDecodeError, RecursionError):
+        try:
+            entry = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            return
+    if isinstance(entry, list) and entry:
+        entry = entry[0]
+    if isinstance(entry, dict) and "sql" in entry and "schema" not in entry:
+        fix = f"pass the --sqleval-json report of the deployed model's run ({_WRITE_IT})"
+        if role != "baseline":
+            fix = f"pass the --sqleval-json report of the run ({_WRITE_IT})"
+        raise ReportError(path, f"the {role} is a predictions file ({{id, sql}} per case), not a report", fix)
 
 
 def check_report(path: str | Path, data: dict[str, Any], *, role: str = "report") -> dict[str, Any]:
@@ -257,24 +279,31 @@ def compare_cases(current: Sequence[Mapping[str, Any]], baseline: Sequence[Mappi
     both = (*cur_by_key.values(), *base_by_key.values())
     # the SParC metrics, per turn and per interaction (an interaction is qualified as its cases are: suite::talk)
     by_interaction = [_interaction_values(list(side.values()), key) for side in (cur_by_key, base_by_key)]
+    unpaired: list[str] = []
     for metric in _compared(None):
         if metric.scope == "interaction":
             now, then = (side.get(metric.name, {}) for side in by_interaction)
             values = [(now[k], then[k]) for k in now if k in then]
+            sides = (now.values(), then.values())
         else:
             if metric.present_when is not None and not any(metric.present_when(c) for c in both):
                 continue  # as in the aggregates (test_suite_accuracy: only suites with several databases have it)
             values = [(metric.case_value(cur_by_key[k]), metric.case_value(base_by_key[k]))
                       for k in cur_by_key if k in base_by_key]
+            sides = tuple((metric.case_value(c) for c in side.values()) for side in (cur_by_key, base_by_key))
         paired = [(c, b) for c, b in values if c is not None and b is not None]
         if paired:
             stats = metrics[metric.name] = paired_statistics(metric.kind, paired)
             if metric.direction == "lower" and "discordant" in stats:  # a lower-is-better rate: 0 -> 1 is worse
                 stats["discordant"] = {"better": stats["discordant"]["worse"], "worse": stats["discordant"]["better"]}
+        elif all(any(v is not None for v in side) for side in sides):
+            unpaired.append(metric.name)  # scored on both sides, yet no case pairs: other case ids (renamed)
     entry: dict[str, Any] = {"pairs": pairs, "metrics": metrics,
                              "counts": {kind: len(ids) for kind, ids in pairs.items()}}
     if errors:
         entry["pairs_with_errors"] = errors
+    if unpaired:
+        entry["unpaired_metrics"] = unpaired
     return entry
 
 

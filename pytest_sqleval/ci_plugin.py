@@ -86,10 +86,12 @@ def _path_setting(config: pytest.Config, name: str) -> str | None:
     if not value:
         return None
     path = os.path.expandvars(os.path.expanduser(value))
-    if Path(path).is_dir():
-        option = "--" + name.replace("_", "-")
-        raise pytest.UsageError(f"{option} {path} is a directory; give a file path, e.g. "
-                                f"{Path(path) / ('sqleval.md' if name.endswith('markdown') else 'sqleval.html')}")
+    folder = path.endswith(("/", os.sep))  # `reports/`: a folder, which written as it is would become a file
+    if folder or Path(path).is_dir():
+        option = "--" + name.replace("_", "-") if given else f"ini option {name}"
+        what = "ends with '/', a folder" if folder else "is a directory"
+        example = Path(path.rstrip("/" + os.sep) or path) / ("sqleval.md" if name.endswith("markdown") else "sqleval.html")
+        raise pytest.UsageError(f"{option} {path} {what}; give a file path, e.g. {example}")
     if "$" in path:  # an unset variable: not written, and said so at the end
         return path
     from .settings import from_invocation_dir

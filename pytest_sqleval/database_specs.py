@@ -148,13 +148,38 @@ def _require_file(ctx: LoadContext, path: Path, line: int | None) -> None:
         raise ctx.error(f"the database path is a directory, not a database file: {path}", line,
                         fix="name the database file inside it (e.g. `database: data/shop.sqlite`), or use "
                             "`databases: \"data/*.sqlite\"` for every database in it")
+    if not path.is_file() and path.exists():  # /dev/null, a FIFO: not a missing file
+        raise ctx.error(f"the database path {path} is not a regular file (a device, FIFO or socket)", line,
+                        fix="name the database file (a SQLite or DuckDB file), or give a SQLAlchemy URL such as "
+                            + SERVER_URL_EXAMPLE)
     if not path.is_file():
         bare = re.search(r"\$([A-Za-z_][A-Za-z0-9_]*)", str(path))  # `$HOME/db.sqlite`: only ${VAR} expands
+        nearly = None if bare else _nearly_named(path)
         raise ctx.error(f"database file not found: {path}", line,
                         fix=(f"write ${{{bare.group(1)}}} for the environment variable (a bare ${bare.group(1)} is "
                              "read as part of the path); otherwise " if bare else "")
-                            + "check the path (relative to the suite file), or give a SQLAlchemy URL such as "
-                            + SERVER_URL_EXAMPLE)
+                            + (_nearly_named_fix(ctx, path, nearly) if nearly is not None else
+                               "check the path (relative to the suite file), or give a SQLAlchemy URL such as "
+                               + SERVER_URL_EXAMPLE))
+
+
+def _nearly_named(path: Path) -> Path | None:
+    """A file beside a missing ``path`` it was probably meant to name: the same name in other letter case (a suite
+    written on a case-insensitive file system), else the closest name (``shop.sqlite3`` for ``shop.sqlite``)."""
+    try:
+        names = sorted(entry.name for entry in path.parent.iterdir()
+                       if entry.is_file() and not entry.name.endswith(("-wal", "-shm", "-journal", ".yaml", ".yml")))
+    except OSError:  # no such folder, or not readable
+        return None
+    same = [name for name in names if name.lower() == path.name.lower()]
+    close = same or difflib.get_close_matches(path.name, names, n=1, cutoff=0.8)
+    return path.parent / close[0] if close else None
+
+
+def _nearly_named_fix(ctx: LoadContext, path: Path, nearly: Path) -> str:
+    written = os.path.relpath(nearly, ctx.directory) if nearly.is_relative_to(ctx.directory) else str(nearly)
+    case = " (file names are case-sensitive here)" if nearly.name.lower() == path.name.lower() else ""
+    return f"the folder holds `{nearly.name}`: write that path, `{written}`{case}"
 
 
 def _setup_scripts(ctx: LoadContext, value: LineMapping) -> tuple[Path, ...]:

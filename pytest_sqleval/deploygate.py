@@ -216,18 +216,29 @@ def _baseline_gates(comparison: Mapping[str, Any], rule: BaselineRule, alpha: fl
         targets = [(s["name"], s) for s in comparison["suites"] if s["name"] == rule.scope]
         if not targets:
             return [_missing(rule, rule.scope, f"suite {rule.scope!r} is in neither this run nor the baseline")]
-    else:
-        targets = [(s["name"], s) for s in comparison["suites"] if rule.metric in s["metrics"]]
+    else:  # each suite that has it in both runs, paired or not: a suite whose case ids all changed is no pass
+        targets = [(s["name"], s) for s in comparison["suites"]
+                   if rule.metric in s["metrics"] or rule.metric in s.get("unpaired_metrics", ())]
         if not targets:
             return [_missing(rule, "overall", "no suite has it in both runs")]
     gates = []
     for suite, entry in targets:
         stats = entry["metrics"].get(rule.metric)
         if stats is None:
-            gates.append(_missing(rule, suite, "not computed in both runs (no pair of scored cases)"))
+            gates.append(_missing(rule, suite, _why_unpaired(entry, rule.metric)))
             continue
         gates.append(_baseline_gate(suite, rule, stats, alpha))
     return gates
+
+
+def _why_unpaired(entry: Mapping[str, Any], metric: str) -> str:
+    """Why a comparison has no statistics of ``metric``: no case scored it in both runs, or both runs scored it, but
+    on no case of the same id (``unpaired_metrics``: the case ids changed)."""
+    if metric not in entry.get("unpaired_metrics", ()):
+        return "not computed in both runs (no pair of scored cases)"
+    counts = entry.get("counts") or {}
+    return (f"scored in both runs, but on no case of the same id in both ({counts.get('new', 0)} new, "
+            f"{counts.get('removed', 0)} removed: case ids or suites renamed?); compare with a baseline of the same cases")
 
 
 def _rule_label(rule: BaselineRule) -> str:
@@ -256,7 +267,7 @@ def _baseline_gate(suite: str, rule: BaselineRule, stats: Mapping[str, Any], alp
     definition = active_registry().get(rule.metric)
     lower_is_better = definition is not None and definition.direction == "lower"
     drop, dropped = (delta, "rose") if lower_is_better else (-delta, "dropped")
-    evidence = f"(95% CI {format_interval(lo, hi)}, p={format_p(p)}, {stats['n_pairs']} pairs)"
+    evidence = f"(95% CI {format_interval(lo, hi)}, p={format_p(p, alpha)}, {stats['n_pairs']} pairs)"
     label = _rule_label(rule)
     tolerance = exact_number(rule.tolerance)
     significant = p < alpha
@@ -294,8 +305,17 @@ def format_interval(lo: float, hi: float) -> str:
     return f"[{lo + 0.0:.3g}, {hi + 0.0:.3g}]"  # smaller still: in significant digits
 
 
-def format_p(p: float) -> str:
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+def format_p(p: float, alpha: float | None = None) -> str:
+    """``0.070``, ``<0.001``: three decimals, more (up to eight) when a verdict at ``alpha`` stands beside it and three
+    would put p on the other side of alpha than it is: p = 0.0498 showed as ``p=0.050`` beside "significant at
+    alpha 0.05"; it is ``0.0498`` there. ``<0.001`` only while alpha is not below 0.001."""
+    if p < 0.001 and (alpha is None or alpha >= 0.001):
+        return "<0.001"
+    for digits in range(3, 9):
+        shown = f"{p:.{digits}f}"
+        if (alpha is None or (float(shown) < alpha) == (p < alpha)) and (float(shown) > 0 or p == 0):
+            return shown
+    return f"{p:.3g}"
 
 
 # --------------------------------------------------------------------------- re-gating and merging

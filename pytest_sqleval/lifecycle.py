@@ -183,6 +183,8 @@ def pytest_configure_node(node) -> None:
     state = node.config.stash.get(STATE_KEY, None)
     if state is not None:
         node.workerinput["sqleval_build_dir"] = str(state.engines.build_dir)
+        if state.predictions_bytes is not None:  # read once: a pipe (`<(jq ...)`, a FIFO) cannot be read again
+            node.workerinput["sqleval_predictions_bytes"] = state.predictions_bytes
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -515,6 +515,16 @@ _EXPRESSION_WORDS = ("and", "or", "not")
 _ACTS = {"skip": "skip the case", "skipif": "skip the case", "xfail": "mark the case as expected to fail"}
 
 
+def _marker_name_for(tag: str) -> str | None:
+    """The marker name a label written with '-', '.' or spaces could have (``multi-table`` -> ``multi_table``,
+    ``2-hop`` -> ``tag_2_hop``), or None when none reads as one."""
+    import re
+
+    name = re.sub(r"\W+", "_", tag.strip()).strip("_")
+    name = f"tag_{name}" if name[:1].isdigit() else name
+    return name if name.isidentifier() and name not in _EXPRESSION_WORDS and name not in _ACTS else None
+
+
 def _tags(ctx: LoadContext, entry: LineMapping) -> tuple[str, ...]:
     value = entry.get("tags")
     if value is None:
@@ -530,9 +540,10 @@ def _tags(ctx: LoadContext, entry: LineMapping) -> tuple[str, ...]:
             raise ctx.error(f"tag {tag!r} is read by YAML as {'null' if tag is None else 'a boolean'}, not a name",
                             line, fix='quote it (`tags: ["yes"]`)')
         if not isinstance(tag, str) or not tag.isidentifier():
+            rule = "letters, digits and '_', starting with a letter: tags become pytest markers usable with -m"
+            name = _marker_name_for(tag) if isinstance(tag, str) else None
             raise ctx.error(f"tag {tag!r} is not a valid marker name", line,
-                            fix="use letters, digits and '_', starting with a letter (tags become pytest markers "
-                                "usable with -m)")
+                            fix=f"write it as `{name}` ({rule})" if name else f"use {rule}")
         if tag in _EXPRESSION_WORDS or tag.startswith("_"):
             why = "starts with '_', which pytest refuses in a marker name" if tag.startswith("_") else \
                 "is an operator of pytest's -m expressions, so `-m` could never select it"

@@ -116,18 +116,22 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from .errors import SuiteError
     from .execution.engines import EngineFactory
-    from .predictions import load_predictions
+    from .predictions import load_predictions, read_predictions_file
 
-    _check_report_path(settings.json_path, "--sqleval-json")
+    _check_report_path(settings.json_path, settings.json_option)
     if settings.json_path is not None:  # resolved now, as --junitxml is: a test that changes directory cannot move it
         import dataclasses
 
         settings = dataclasses.replace(settings, json_path=from_invocation_dir(config, settings.json_path))
-    predictions = None
+    predictions = predictions_bytes = None
     if settings.predictions is not None:
-        try:
-            predictions = load_predictions(settings.predictions, "--sqleval-predictions" if settings.predictions_from_cli
-                                           else "the ini option sqleval_predictions (a path relative to the ini file)")
+        option = "--sqleval-predictions" if settings.predictions_from_cli \
+            else "the ini option sqleval_predictions (a path relative to the ini file)"
+        try:  # a worker parses the bytes its controller read: a pipe (`<(jq ...)`) cannot be read twice
+            predictions_bytes = config.workerinput.get("sqleval_predictions_bytes") if is_worker(config) else None
+            if predictions_bytes is None:
+                predictions_bytes = read_predictions_file(settings.predictions, option)
+            predictions = load_predictions(settings.predictions, option, raw=predictions_bytes)
         except SuiteError as exc:
             raise pytest.UsageError(exc.render()) from None
     worker = config.workerinput["workerid"] if is_worker(config) else "main"
@@ -138,6 +142,7 @@ def pytest_configure(config: pytest.Config) -> None:
                               connect_timeout_from_cli=settings.connect_timeout_from_cli,
                               shared_build_dir=_shared_build_dir(config)),
         predictions=predictions,
+        predictions_bytes=predictions_bytes,
     )
     config.stash[STATE_KEY] = state
     from .session import SqlevalSession

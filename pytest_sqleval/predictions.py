@@ -61,14 +61,22 @@ class Prediction:
     written_id: str = ""
 
 
-def load_predictions(path: str | Path, option: str = "--sqleval-predictions") -> dict[str, Prediction]:
-    """The predictions of a JSON Lines file; ``option`` names where its path was given (for a file it cannot read)."""
-    path = Path(path)
+def read_predictions_file(path: str | Path, option: str = "--sqleval-predictions") -> bytes:
+    """The bytes of a predictions file, read once: a pipe (``<(jq ...)``, a FIFO) cannot be read again, so an xdist
+    controller hands them to its workers; ``option`` names where its path was given (for a file it cannot read)."""
     try:
-        raw = path.read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
-        raise SuiteError(f"cannot read the predictions file: {exc.strerror}", path=path,
+        raise SuiteError(f"cannot read the predictions file: {exc.strerror}", path=Path(path),
                          fix=f"pass an existing JSON Lines file to {option}") from None
+
+
+def load_predictions(path: str | Path, option: str = "--sqleval-predictions",
+                     raw: bytes | None = None) -> dict[str, Prediction]:
+    """The predictions of a JSON Lines file (of ``raw``, its bytes already read, when given)."""
+    path = Path(path)
+    if raw is None:
+        raw = read_predictions_file(path, option)
     predictions: dict[str, Prediction] = {}
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Windows tools write one): not part of line 1
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell 5's `>` writes UTF-16: not JSON Lines' UTF-8

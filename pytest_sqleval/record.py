@@ -139,7 +139,8 @@ class ScoreContext:
     """What a ``pytest_sqleval_score_case`` hook may use beside the record.
 
     ``engines``: the case's SQLAlchemy engines (its first database first); ``gold_results``: the gold's
-    :class:`~pytest_sqleval.results.QueryResult` per database (empty for a case without a gold);
+    :class:`~pytest_sqleval.results.QueryResult` per database (empty for a case without a gold; of several accepted
+    golds, the one that scores, ``record["gold_index"]``, once the prediction ran; expected rows as a result);
     ``prediction_result``: the prediction's result on the first database, None when it did not run;
     ``dialect``: the sqlglot dialect of the suite; ``limits``: the timeout, row cap, memory cap and allowed
     functions the case runs under; ``prepared``, ``evaluator``: the built-in scoring's own state.

@@ -73,6 +73,20 @@ def aware_timestamp(value: Any) -> datetime.datetime | None:
     return None
 
 
+def naive_timestamp(value: Any) -> datetime.datetime | None:
+    """Text that writes a timestamp without a UTC offset in ISO form, with ISO's ``T`` or a space before the time
+    (``2024-01-05T10:30:00``, as Python's ``isoformat()`` writes it into a SQLite text column; ``2024-01-05 10:30``),
+    as a datetime; None for anything else (a date alone, an offset, other text)."""
+    if not isinstance(value, str) or not 16 <= len(value) <= 32 or value[4:5] != "-" or value[10:11] not in (" ", "T") \
+            or value[13:14] != ":" or not value[:4].isdigit() or len(value.partition(".")[2]) > 6:
+        return None  # (more than 6 places of a second would be cut: two different texts read as one timestamp)
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.utcoffset() is None else None
+
+
 def instant_as_text(value: Any) -> Any:
     """A timestamp with a UTC offset (a timezone-aware datetime, or its ISO text) as the ISO text of the same
     instant in UTC (``2024-01-05 08:30:00+00:00`` for ``2024-01-05 10:30:00+02``), so that the session's time zone
@@ -88,9 +102,9 @@ def instant_as_text(value: Any) -> Any:
 
 
 def with_temporal_text(result: QueryResult) -> QueryResult:
-    """``result`` with its dates, times and timestamps as ISO text, timestamps with a UTC offset (objects or
-    text) as the same instant in UTC, and its UUIDs as their text (``a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11``)
-    (``result`` itself when it has none).
+    """``result`` with its dates, times and timestamps as ISO text (a naive timestamp's text, with ``T`` or a space,
+    as a datetime writes it), timestamps with a UTC offset (objects or text) as the same instant in UTC, and its
+    UUIDs as their text (``a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11``) (``result`` itself when it has none).
 
     Used on both sides of a comparison with hand-written expected rows: YAML and SQLite have only text for
     dates and UUIDs, DuckDB and PostgreSQL return date and UUID objects (a ``timestamptz`` in the session's time
@@ -98,10 +112,14 @@ def with_temporal_text(result: QueryResult) -> QueryResult:
     temporal = (datetime.date, datetime.time, uuid.UUID)  # datetime.datetime is a date
 
     def as_text(value: Any) -> Any:
-        return str(value) if isinstance(value, uuid.UUID) else instant_as_text(value)
+        if isinstance(value, uuid.UUID):
+            return str(value)
+        naive = naive_timestamp(value)  # `2024-01-05T10:30:00` text: as a datetime writes it, `2024-01-05 10:30:00`
+        return instant_as_text(value) if naive is None else temporal_as_text(naive)
 
     def converted(value: Any) -> bool:
-        return isinstance(value, temporal) or (isinstance(value, str) and aware_timestamp(value) is not None)
+        return isinstance(value, temporal) or (isinstance(value, str) and (
+            aware_timestamp(value) is not None or naive_timestamp(value) is not None))
 
     if not any(converted(v) for row in result.rows for v in row):
         return result

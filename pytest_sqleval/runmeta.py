@@ -61,8 +61,12 @@ def git_state(rootdir: str | Path) -> dict[str, Any] | None:
 
 
 def sha256_file(path: Path) -> str | None:
+    """The file's SHA-256; None for a path that is no regular file (a FIFO read already: opening it again would
+    wait for a writer forever) or that cannot be read."""
     digest = hashlib.sha256()
     try:
+        if not Path(path).is_file():
+            return None
         with open(path, "rb") as handle:
             for chunk in iter(lambda: handle.read(_CHUNK), b""):
                 digest.update(chunk)

@@ -140,6 +140,7 @@ class Settings:
     predictions: Path | None = None
     predictions_from_cli: bool = False  # an ini file gives way to a suite's own `predictions:`, the command line not
     json_path: Path | None = None
+    json_option: str = "--sqleval-json"  # where json_path was given, as messages name it
     diff: bool = False
     database_url: str | None = None
     check_gold: bool = False
@@ -186,8 +187,9 @@ def resolve_settings(config) -> Settings:
                                                  connect_seconds)
     predictions_cli = _cli_path(option.sqleval_predictions, "--sqleval-predictions", "a JSON Lines predictions file")
     predictions = predictions_cli or _ini_path(config, ini("sqleval_predictions"), "sqleval_predictions")
-    json_path = _cli_path(option.sqleval_json, "--sqleval-json", "a file path for the JSON report") \
-        or _ini_output_path(ini("sqleval_json"), "sqleval_json")
+    json_cli = _cli_path(option.sqleval_json, "--sqleval-json", "a file path for the JSON report")
+    json_option = "--sqleval-json" if json_cli else "ini option sqleval_json"
+    json_path = _report_file_path(json_cli or _ini_output_path(ini("sqleval_json"), "sqleval_json"), json_option)
     ini_thresholds = []
     for line in config.getini("sqleval_thresholds"):
         try:
@@ -204,6 +206,7 @@ def resolve_settings(config) -> Settings:
         predictions=Path(predictions) if predictions else None,
         predictions_from_cli=bool(predictions_cli),
         json_path=Path(json_path) if json_path else None,
+        json_option=json_option,
         diff=bool(option.sqleval_diff) or _ini_bool(ini("sqleval_diff"), "sqleval_diff"),
         database_url=_database_url(option.sqleval_database_url, ini("sqleval_database_url")),
         check_gold=bool(option.sqleval_check_gold),
@@ -242,6 +245,16 @@ def _cli_path(value, option: str, what: str):
     if value is not None and not str(value).strip():
         raise SettingsError(f"argument {option}: expected {what}, not an empty path {value!r} "
                             "(is the variable that should hold it set?)")
+    return value
+
+
+def _report_file_path(value, option: str):
+    """A report path ending in a path separator (``reports/``) names a folder: written as it is, the report would
+    become a file named ``reports``. An error naming the option and a file path in that folder."""
+    if value and str(value).endswith(("/", os.sep)):
+        folder = str(value).rstrip("/" + os.sep) or str(value)
+        raise SettingsError(f"{option} {value} ends with '/', a folder; give a file path, e.g. "
+                            f"{Path(folder) / 'report.json'}")
     return value
 
 

@@ -34,6 +34,8 @@ class SqlevalState:
     settings: Settings
     engines: EngineFactory
     predictions: dict[str, Prediction] | None = None
+    #: the predictions file's bytes as read once (an xdist controller hands them to its workers)
+    predictions_bytes: bytes | None = field(default=None, repr=False)
     suites: dict[str, Suite] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
     summaries: list[SuiteSummary] = field(default_factory=list)

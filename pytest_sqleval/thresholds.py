@@ -225,7 +225,9 @@ def make_threshold(metric: str, value: Any, source: str, *, allow_overall: bool 
     if value != value or value in (float("inf"), float("-inf")):
         raise ThresholdError(f"threshold for {metric} must be a finite number, not {value}")
     if kind != "count" and found.maximum is not None and not 0.0 <= value <= found.maximum:
-        raise ThresholdError(f"{metric} is a rate between 0 and {found.maximum:.4g}; {value:g} can never be met or "
+        # a share from 0 to 1 (a rate, soft_f1) reads as a rate; a mean of other values (a user's stars, r_ves) is not
+        what = "rate" if kind == "rate" or found.maximum == 1 else "mean"
+        raise ThresholdError(f"{metric} is a {what} between 0 and {found.maximum:.4g}; {value:g} can never be met or "
                              f"is meaningless")
     if kind == "count" and value < 0:
         raise ThresholdError(f"{metric} is a count; a {bound}imum of {value:g} can never hold")

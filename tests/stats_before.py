@@ -76,7 +76,7 @@ def old_bootstrap_mean(values, *, seed=stats.SEED, resamples=stats.RESAMPLES, le
         return (data[0], data[0])
     rng = random.Random(seed)
     means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
-    alpha = (1 - level) / 2
+    alpha = round((1 - level) / 2, 12)  # 0.025 for 0.95, as stats.tail_share takes it
     return (stats.quantile(means, alpha), stats.quantile(means, 1 - alpha))
 
 
@@ -97,7 +97,7 @@ def old_binomial_cdf(k, n, p):
 
 
 def old_paired_share_interval(better, worse, n, level=0.95):
-    tail = (1 - level) / 2
+    tail = round((1 - level) / 2, 12)  # 0.025 for 0.95, as stats.tail_share takes it
 
     def solve(f):
         lo, hi = 0.0, 1.0

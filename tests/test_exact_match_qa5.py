@@ -199,7 +199,9 @@ def test_a_digit_leading_column_after_a_qualifier_is_no_crash():
     pred = "SELECT T1.18_49_Rating_Share FROM tv_series AS T1"
     verdict = exact_match("SELECT episode FROM tv_series", pred, TVSHOW, profile="spider")
     assert not verdict.match
-    assert verdict.reason.startswith("outside_spider_grammar: ")
+    # QA round 9: NLTK keeps `t1.18_49_rating_share` one word, and the official parser reads it as the column
+    # (the prediction parses; exact match 0 on select only), so it is no longer outside the grammar
+    assert verdict.reason == "clauses differ: select, select_no_agg"
     assert difficulty_label(pred, TVSHOW)[0] == "easy"
 
 

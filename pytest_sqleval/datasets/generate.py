@@ -194,7 +194,7 @@ class Model:
         cached = self.cache.get(key)
         if cached is not None and isinstance(cached.get("text"), str):
             self.cache_hits += 1
-            return cached["text"]
+            return whole_characters(cached["text"])
         if self.cache.mode == "only":
             raise GenerateError("a request is not in the response cache (--cache-mode only)")
         try:
@@ -205,11 +205,31 @@ class Model:
         self.calls += 1
         self.cache.put(key, {"endpoint": config.endpoint, "model": config.name, "messages": messages,
                              "parameters": parameters}, {"text": completion.text})
-        return completion.text
+        return whole_characters(completion.text)
+
+
+def whole_characters(value: Any) -> Any:
+    """``value`` (text, or a JSON value's lists and objects) with each lone UTF-16 surrogate (``\\ud83d`` without its
+    pair: half an emoji a model's JSON escapes cut) replaced by U+FFFD, as a decoder's ``errors="replace"`` does: no
+    UTF-8 file can hold one, so the report could not be written and the suite's YAML escape of it does not load."""
+    from .importers import LONE_SURROGATE
+
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [whole_characters(item) for item in value]
+    if isinstance(value, dict):
+        return {whole_characters(key): whole_characters(item) for key, item in value.items()}
+    return value
 
 
 def parse_json_answer(text: str) -> Any:
-    """The JSON in a model answer: a fenced ```json block, else the outermost [...] or {...}; None if none."""
+    """The JSON in a model answer: a fenced ```json block, else the outermost [...] or {...}; None if none. Its text
+    is :func:`whole_characters`: a ``\\ud800`` escape decodes to no character."""
+    return whole_characters(_json_in(text))
+
+
+def _json_in(text: str) -> Any:
     fenced = re.findall(r"```(?:json)?\s*\n(.*?)```", text, flags=re.DOTALL)
     candidates = [*fenced[::-1], text]
     for candidate in candidates:
@@ -358,8 +378,7 @@ def _open(database: str):
         if not path.is_file():
             raise GenerateError(f"database file not found: {path}; fix: check the path (a SQLite or DuckDB file), or "
                                 "give a SQLAlchemy URL such as postgresql+psycopg://user@host/db")
-        scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
-        url = file_url(scheme, path.resolve())
+        url = file_url(_file_scheme(path), path.resolve())
     try:  # read-only, as the suites open it (a DuckDB file stays open to the query processes)
         backend = backend_for(url)
         return remember_backend(backend.open(url), backend)
@@ -369,6 +388,28 @@ def _open(database: str):
         from ..secrets import mask_secrets
 
         raise GenerateError(mask_secrets(f"cannot open {database}: {exc}")) from None
+
+
+def _file_scheme(path: Path) -> str:
+    """``duckdb`` or ``sqlite``: what the file's header says (a DuckDB file named ``.db``), else its suffix's."""
+    from ..database_specs import DUCKDB_SUFFIXES
+    from ..suite import database_file_kind
+
+    return database_file_kind(path) or ("duckdb" if path.suffix.lower() in DUCKDB_SUFFIXES else "sqlite")
+
+
+def _database_reference(database: Path, folder: Path) -> str:
+    """The suite's ``database:`` for a file: its path relative to the suite, as a ``duckdb:///`` URL when it is a
+    DuckDB file whose suffix the loader would read as SQLite's (``shop.db``)."""
+    from urllib.parse import quote
+
+    from ..database_specs import DUCKDB_SUFFIXES
+    from .importers import _relative
+
+    relative = _relative(database, folder)
+    if _file_scheme(database) == "duckdb" and database.suffix.lower() not in DUCKDB_SUFFIXES:
+        return f"duckdb:///{quote(relative, safe='/')}"
+    return relative
 
 
 def _rows_key(result, ordered: bool):
@@ -617,6 +658,7 @@ def generate_suite(database: str, output: str | Path, *, options: GenerateOption
     if not output.name.lower().endswith((".yaml", ".yml")):  # pytest --sqleval reads no other file as a suite
         raise GenerateError(f"-o {output}: a suite is a YAML file that pytest --sqleval collects; fix: name it "
                             f"{output.with_name(output.name + '.sqleval.yaml')}")
+    _refuse_report_as_suite(output, _report_path(output, report_path))
     given = database  # written to the suite as given: a ${VAR} stays one, expanded when the suite runs
     database = expand_env(database, lambda name: os.environ.get(name),
                           lambda name: GenerateError(f"environment variable {name} is not set (in {given})"))
@@ -812,6 +854,21 @@ def _report_path(output: Path, report_path: str | Path | None) -> Path:
     return output.with_name(base + ".report.json")
 
 
+def _refuse_report_as_suite(output: Path, report: Path) -> None:
+    """``--report`` naming the suite's own file (the JSON report written over the suite), or a ``*.sqleval.yaml``
+    that ``pytest --sqleval DIR`` would collect as a suite and fail on: refused before any model call."""
+    from ..suite_files import SUITE_SUFFIXES
+
+    default = _report_path(output, None)
+    if report.resolve() == output.resolve():
+        raise GenerateError(f"--report {report} is the suite's own file (-o): the report would be written over the "
+                            f"suite; fix: name another file, e.g. {default}")
+    if report.name.lower().endswith(SUITE_SUFFIXES):
+        raise GenerateError(f"--report {report}: the report is JSON, and pytest --sqleval collects a file named "
+                            f"*{report.name[report.name.lower().rindex('.sqleval.'):]} as a suite; fix: name it "
+                            f"{report.name[:report.name.lower().rindex('.sqleval.')]}.report.json")
+
+
 def _write_report(report: GenerationReport, output: Path, report_path) -> None:
     path = _report_path(output, report_path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -819,9 +876,8 @@ def _write_report(report: GenerationReport, output: Path, report_path) -> None:
 
 
 def _suite_document(name: str, database: str, output: Path, report: GenerationReport) -> dict[str, Any]:
-    from .importers import _relative
-
-    db_ref = _file_url_from(database, output.parent) if "://" in database else _relative(Path(database), output.parent)
+    db_ref = _file_url_from(database, output.parent) if "://" in database else _database_reference(Path(database),
+                                                                                                  output.parent)
     cases = []
     for number, item in enumerate(report.kept, start=1):
         base = {"gold": item.sql}

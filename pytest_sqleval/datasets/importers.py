@@ -28,6 +28,7 @@ import json
 import os
 import re
 import sqlite3
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,10 +114,52 @@ def _read_text(path: Path) -> str:
 
 
 def _read_json(path: Path) -> Any:
+    text = _read_text(path)
     try:
-        return json.loads(_read_text(path))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        several = exc.msg == "Extra data"  # a JSON Lines file (one object per line) named .json
+        raise DatasetError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                           "the file holds several JSON values (JSON Lines?): give one that is a single JSON value, "
+                           "as the dataset's files and BIRD's predict_*.json are; JSON Lines predictions "
+                           "({\"id\": ..., \"sql\": ...}) go to pytest --sqleval-predictions"
+                           if several else "correct the JSON there, or give the dataset's file as released") from None
+    if _SURROGATE_ESCAPE.search(text):  # UTF-8 text holds no surrogate: only a `\ud83d` escape decodes to one
+        _refuse_lone_surrogates(path, data)
+    return data
+
+
+#: Half a UTF-16 pair, no character: a JSON ``\\ud83d`` escape without its pair decodes to one. No UTF-8 file can hold it.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(path: Path, data: Any) -> None:
+    """A ``\\ud800`` escape without its pair in a JSON string is half a UTF-16 character, no character: no UTF-8
+    file (a suite, a predictions file) can hold it, and a suite written with its YAML escape does not load."""
+    for where, text in _json_strings(data):
+        found = LONE_SURROGATE.search(text)
+        if found:
+            raise DatasetError(f"{path}: {where or 'the file'} holds a lone surrogate \\u{ord(found.group()):04x} (half "
+                               f"of a UTF-16 pair, no character) at character {found.start()}",
+                               "correct that text: write the character itself, or both \\u escapes of its pair")
+
+
+def _json_strings(data: Any) -> Iterable[tuple[str, str]]:
+    """(where, text) of every string of a JSON value, keys included, in file order: ``entry 2 (counted from 0)
+    "question"``; keys are shown JSON-escaped, so that a message never holds the text it reports."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            yield where, value
+        elif isinstance(value, dict):
+            for key, item in reversed(list(value.items())):
+                inner = f"{where} {json.dumps(key)}".strip()
+                stack.extend(((inner, item), (f"{inner} (its key)", key)))
+        elif isinstance(value, list):
+            stack.extend((f"{where} item {index}" if where else f"entry {index} (counted from 0)", item)
+                         for index, item in reversed(list(enumerate(value))))
 
 
 # --------------------------------------------------------------------------- the dataset model
@@ -152,6 +195,7 @@ class Dataset:
     warnings: list[str] = field(default_factory=list)
     schema_only: set[str] = field(default_factory=set)  # db_ids whose database has no rows at all
     interactions: int | None = None  # interactions in the source, empty ones included (they pair with predictions)
+    source: Path | None = None  # the questions or gold file read (named when it holds no questions)
 
 
 @dataclass
@@ -227,7 +271,7 @@ def read_spider(src: Path, *, tables: str | None = None, databases: str | None =
     tables_path = _beside(path, tables, (f"{split}_tables.json", "tables.json"))
     db_dir = _beside(path, databases, (f"{split}_database", "database"))
     found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
-    return Dataset("spider", items, tables_json=tables_path, databases=found, expected_database=expected,
+    return Dataset("spider", items, tables_json=tables_path, databases=found, expected_database=expected, source=path,
                    suite_keys={"execution": "test-suite", "exact_match": "spider", "pass_if": "execution_match"},
                    description=f"Spider ({path.name})")
 
@@ -318,7 +362,7 @@ def read_multiturn(kind: str, src: Path, *, tables: str | None = None, databases
         or _beside(top, None, (f"{split}_database", "database"))
     found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
     return Dataset(kind, items, tables_json=tables_path, databases=found, expected_database=expected,
-                   interactions=count,
+                   interactions=count, source=path,
                    # question match and interaction match are exact set match over turns (SParC, CoSQL papers)
                    suite_keys={"execution": "test-suite", "exact_match": "spider", "pass_if": "exact_match"},
                    description=f"{kind.upper() if kind == 'cosql' else 'SParC'} ({path.name})")
@@ -366,7 +410,7 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
     if db_dir is None:
         db_dir = (path.parent / f"{split}_databases")
     found, expected = _spider_database_paths(OrderedDict.fromkeys(i.db_id for i in items), db_dir)
-    dataset = Dataset("bird", items, tables_json=tables_path, databases=found, expected_database=expected,
+    dataset = Dataset("bird", items, tables_json=tables_path, databases=found, expected_database=expected, source=path,
                       suite_keys={"execution": "bird", "pass_if": "execution_match"},
                       description=f"BIRD ({path.name})")
     if renamed:  # two questions with one id: both are kept, the later one under a case id of its own
@@ -377,7 +421,10 @@ def read_bird(src: Path, *, tables: str | None = None, databases: str | None = N
 
 
 def _normalised(name: str) -> str:
-    return re.sub(r"[\W_]", "", name.lower())  # letters of any script and digits; not separators
+    """Letters of any script and digits, case folded; not separators. Unicode-normalised (NFKC) first: a file name
+    written on macOS holds ``é`` as ``e`` + a combining accent (NFD), which ``\\W`` would cut to a plain ``e``, so
+    that ``Café`` in the questions (NFC) would not find ``Café.db``, and ``cafe`` would."""
+    return re.sub(r"[\W_]", "", unicodedata.normalize("NFKC", name).casefold())
 
 
 def resolve_database_files(db_ids: Iterable[str], directory: Path) -> dict[str, Path | None]:
@@ -443,7 +490,7 @@ def read_logiccat(src: Path, *, tables: str | None = None, databases: str | None
     found = resolve_database_files(db_ids, db_dir)
     expected = {db: db_dir / f"{db}.db" for db in db_ids}
     tables_path = _beside(path if path.parent.name != "miniset" else path.parent, tables, ("table.json", "tables.json"))
-    dataset = Dataset("logiccat", items, tables_json=None, databases=found, expected_database=expected,
+    dataset = Dataset("logiccat", items, tables_json=None, databases=found, expected_database=expected, source=path,
                       suite_keys={"execution": "logiccat", "pass_if": "execution_match"},
                       description=f"LogicCat ({path.name})")
     dataset.warnings.extend(warnings)
@@ -589,6 +636,35 @@ def _refuse_blank_line_inside(path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- writing
+def _missing_databases_warning(kind: str, dataset: Dataset, missing: list[str]) -> str:
+    """How many databases were not found, where they were looked for, and, when a database folder holds them side
+    by side (``DIR/shop.sqlite``) rather than in a folder each (``DIR/shop/shop.sqlite``, the layout of Spider's
+    and BIRD's releases, which their evaluators open), that fix."""
+    expected = [dataset.expected_database[d] for d in missing if d in dataset.expected_database]
+    where = sorted({str(path.parent.parent if kind != "logiccat" else path.parent) for path in expected})
+    message = (f"{len(missing)} of {len(dataset.databases)} databases not found "
+               f"({', '.join(missing[:8])}{', ...' if len(missing) > 8 else ''})"
+               + (f" under {', '.join(where)}" if where else ""))
+    if not expected or kind == "logiccat":
+        return message
+    message += f"; looked for {expected[0]}"
+    flat = [path.parent.parent / path.name for path in expected if (path.parent.parent / path.name).is_file()]
+    if flat:
+        message += (f"; {flat[0]} is there: put each database in a folder named by its db_id "
+                    f"({expected[0].parent.name}/{expected[0].name}), as the dataset's release does")
+    return message
+
+
+def _no_questions(dataset: Dataset, src: Path, split: str) -> DatasetError:
+    """The error of a dataset without one question, naming the file read (not just the folder given) and the fix."""
+    path = dataset.source or src
+    empty = (f" ({dataset.interactions} interaction{'' if dataset.interactions == 1 else 's'}, all without turns)"
+             if dataset.interactions else "")
+    other = ("give LogicCat's sqlite_mini_500.json or data.sql" if dataset.name == "logiccat" else
+             f"give the file of a split that has questions (this import read the {split} split: --split names another)")
+    return DatasetError(f"{path} holds no questions{empty}", f"{other}, or add its questions to the file")
+
+
 def _relative(target: Path, start: Path) -> str:
     """A path relative to the suite folder when both share a folder below the root, else absolute."""
     target, start = target.resolve(), start.resolve()
@@ -701,7 +777,8 @@ def _test_suite_variants(database: Path) -> list[Path]:
 def _tables_db_ids(path: Path) -> set[str]:
     data = _read_json(path)
     if not isinstance(data, list):
-        raise DatasetError(f"{path} is not a Spider-style tables.json (a list of databases)")
+        raise DatasetError(f"{path} is not a Spider-style tables.json (a list of databases)",
+                           "give the dataset's tables.json with --tables, or leave --tables out to use the one beside SRC")
     return {str(e.get("db_id")) for e in data if isinstance(e, dict)}
 
 
@@ -800,13 +877,14 @@ def import_dataset(kind: str, src: str | Path, out: str | Path, *, predictions: 
         raise DatasetError(f"-o {out} is a file, not a folder", "give a folder for the suites")
     dataset = READERS[kind](src, tables=tables, databases=databases, split=split, official_rewrites=official_rewrites)
     if not dataset.items:
-        raise DatasetError(f"{src} holds no questions")
-    out.mkdir(parents=True, exist_ok=True)
-    documents = suite_documents(dataset, out)
+        raise _no_questions(dataset, src, split)
     predicted: dict[str, str | None] | None = None
-    if predictions is not None:
+    if predictions is not None:  # read before anything is written: a predictions file it refuses leaves no folder
         predicted, warnings = read_predictions(dataset, Path(predictions), official_rewrites=official_rewrites)
         dataset.warnings.extend(warnings)
+    out.mkdir(parents=True, exist_ok=True)
+    documents = suite_documents(dataset, out)
+    if predicted is not None:
         (out / "predictions").mkdir(exist_ok=True)
         for name, document in documents.items():  # each suite reads its own file (`predictions:`)
             stem = name[: -len(".sqleval.yaml")]
@@ -835,11 +913,7 @@ def import_dataset(kind: str, src: str | Path, out: str | Path, *, predictions: 
         result.warnings.append("no database folder: the suites score exact match only "
                                "(pass --databases DIR to execute the queries too)")
     elif missing:
-        where = sorted({str(dataset.expected_database[d].parent.parent if kind != 'logiccat' else dataset.expected_database[d].parent)
-                        for d in missing if d in dataset.expected_database})
-        result.warnings.append(f"{len(missing)} of {len(dataset.databases)} databases not found "
-                               f"({', '.join(missing[:8])}{', ...' if len(missing) > 8 else ''})"
-                               + (f" under {', '.join(where)}" if where else ""))
+        result.warnings.append(_missing_databases_warning(kind, dataset, missing))
     if dataset.schema_only:
         result.warnings.append(f"{len(dataset.schema_only)} of {len(dataset.databases)} databases are schema-only "
                                f"(no rows): {', '.join(sorted(dataset.schema_only)[:8])}"

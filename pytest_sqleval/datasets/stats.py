@@ -795,9 +795,11 @@ def save_plot(stats: dict[str, Any], path: str | Path) -> None:
         axes[0].set_axis_off()
     clauses = stats["clauses"]
     names = list(clauses)
-    axes[1].barh(names[::-1], [clauses[n]["percent"] for n in names[::-1]], color="#55A868")
+    percents = [clauses[n]["percent"] for n in names[::-1]]
+    axes[1].barh(names[::-1], percents, color="#55A868")
+    axes[1].set_xlim(0, max(1.0, *percents) * 1.05)  # a share is never negative, even when every bar is 0
     axes[1].set_xlabel("% of gold queries")
-    axes[1].set_title(f"Clause usage ({stats['cases']} cases)")
+    axes[1].set_title(f"Clause usage ({stats['cases']} case{'' if stats['cases'] == 1 else 's'})")
     figure.tight_layout()
     try:
         figure.savefig(path, format=suffix)  # no suffix: a PNG under exactly that name, not PATH.png

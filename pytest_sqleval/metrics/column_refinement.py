@@ -36,10 +36,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
+from decimal import Decimal
 from functools import cached_property
 from typing import Any, TypeAlias
 
-from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, TEXT
+from pytest_sqleval.metrics.column_kinds import FLOATS, INTS, OTHER, TEXT
 from pytest_sqleval.metrics.normalisation import NAN
 from pytest_sqleval.metrics.prepared_side import Side
 from pytest_sqleval.metrics.rows_and_columns import Column, ColumnMapping, same_counts
@@ -221,17 +222,35 @@ def _mapping_from_colours(gold_colours: Colours, pred_colours: Colours) -> Colum
 
 
 def _may_equal_ints(side: Side) -> bool:
-    """Whether some float column of ``side`` could hold only integral values (and so equal an ints column).
+    """Whether some float or Decimal column of ``side`` could hold only integral values (and so equal an ints
+    column).
 
     A sum of integral floats is integral (or not finite), so a float column
     whose total, kept from the kind check, is a finite non-integer holds a
-    non-integral value.
+    non-integral value. A column of Decimals (kept as they are under
+    ``numbers="python"``, where ``Decimal("2") == 2``) always may.
     """
-    return any(kind == FLOATS and not _has_fraction(total) for kind, total in zip(side.kinds, side.totals))
+    return any(kind == FLOATS and not _has_fraction(total) or _decimal_numbers(column, kind, total)
+               for column, kind, total in zip(side.columns, side.kinds, side.totals))
 
 
 def _has_fraction(total: Any) -> bool:
     return isinstance(total, float) and math.isfinite(total) and not total.is_integer()
+
+
+def _decimal_numbers(column: Column, kind: str, total: Any) -> bool:
+    """Whether a column of kind :data:`OTHER` holds only numbers, none a NaN, with a Decimal among them (kept as
+    they are under ``numbers="python"``): they compare with ints and floats by value (``Decimal("2.5") == 2.5``),
+    so the column may equal a float or ints column. The kind check's ``sum`` is a Decimal for Decimals and ints;
+    beside a float it failed (``total`` None), and the cells are looked at, up to the first that is no number."""
+    if isinstance(total, Decimal):
+        return not total.is_nan()
+    if kind != OTHER or total is not None:
+        return False
+    try:
+        return all(isinstance(value, (int, float, Decimal)) and value == value for value in column)  # noqa: PLR0124
+    except ArithmeticError:  # a signalling Decimal NaN
+        return False
 
 
 def _column_fingerprints(side: Side, ints_by_sum: bool) -> list[Hashable]:
@@ -247,15 +266,18 @@ def _column_fingerprint(column: Column, kind: str, total: Any, ints_by_sum: bool
     Text: the total length (kept from the kind check). Ints: their exact sum
     (kept from the kind check) when ``ints_by_sum`` (no float column on
     either side could equal an ints column, see :func:`_may_equal_ints`),
-    else (min, max) like floats; floats: (min, max), unless a NaN makes
-    them order-dependent; anything else: the sum of the cells' hashes.
+    else (min, max) like floats; floats, and numbers with Decimals among them
+    (which equal floats and ints under ``numbers="python"``): (min, max),
+    unless a NaN makes them order-dependent; anything else: the sum of the
+    cells' hashes.
     """
     if kind == TEXT:
         return "text", total
     if kind == INTS and ints_by_sum:
         return "number", total
     # a NaN makes the sum NaN; a total may be an int (the kind is the whole column's, the total of its distinct rows)
-    if kind == INTS or (kind == FLOATS and (not isinstance(total, float) or math.isfinite(total) or NAN not in column)):
+    if kind == INTS or (kind == FLOATS and (not isinstance(total, float) or math.isfinite(total) or NAN not in column)) \
+            or _decimal_numbers(column, kind, total):  # it may equal a float or ints column: the same fingerprint
         return "number", min(column), max(column)
     return "other", sum(map(hash, column))
 

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ..registry import active_registry
 from ..summary import SuiteSummary
+from .diff import _width as display_width
 from .diff import printable, render_miss
 from .view import breakdown_columns, outcome_text
 
@@ -119,7 +120,9 @@ def _write_breakdown(tr, title: str, breakdown: dict) -> None:
     spans = [(k, f"{label} 95% interval") for k, label in present
              if any(k in (row.get("intervals") or {}) for row in breakdown.values())]
     widths = [max(18, len(head)) for _, head in spans]
-    header = f"  by {title:<12} {'cases':>6} " + " ".join(f"{label:>8}" for _, label in present)
+    labels = {level: printable(str(level)) for level in breakdown}
+    label_width = max([13, len(f"by {title}") - 2, *(display_width(label) for label in labels.values())])
+    header = f"  {_pad('by ' + title, label_width + 2)} {'cases':>6} " + " ".join(f"{label:>8}" for _, label in present)
     if spans:
         header += "   " + "  ".join(f"{head:>{width}}" for (_, head), width in zip(spans, widths))
     tr.write_line(header)
@@ -128,7 +131,12 @@ def _write_breakdown(tr, title: str, breakdown: dict) -> None:
         if spans:
             cells += "   " + "  ".join(f"{fmt_interval((row.get('intervals') or {}).get(k)) or '-':>{width}}"
                                       for (k, _), width in zip(spans, widths))
-        tr.write_line(f"    {printable(str(level)):<13} {row['cases']:>6} {cells}")
+        tr.write_line(f"    {_pad(labels[level], label_width)} {row['cases']:>6} {cells}")
+
+
+def _pad(text: str, width: int) -> str:
+    """``text`` followed by spaces up to ``width`` terminal cells (a wide character takes two)."""
+    return text + " " * max(0, width - display_width(text))
 
 
 def _write_turns(tr, by_turn: dict) -> None:

@@ -47,7 +47,7 @@ from .parsing import SqlParseError
 from .spider_normalise import normalise_spider_sql
 from .spider_sql import OutsideGrammar, SpiderRead, SpiderSQL, empty_spider_sql, read_spider_sql
 from .spider_tail import OfficialReading, fill_bare_clauses, junk_free_prefix, official_reading
-from .spider_text import apply_value_placeholder, mark_periods_in_words, split_final_period
+from .spider_text import apply_value_placeholder, mark_digit_words, mark_periods_in_words, split_final_period
 from .verdict import (
     ExactMatchVerdict,
     GoldOutsideGrammar,
@@ -71,7 +71,7 @@ def spider_exact_match(gold_sql: str, pred_sql: str, schema: Schema, options: Ex
         else:
             if options.value_placeholder:
                 pred_sql = apply_value_placeholder(pred_sql)
-            pred_sql = mark_periods_in_words(split_final_period(pred_sql), dialect)
+            pred_sql = mark_digit_words(mark_periods_in_words(split_final_period(pred_sql), dialect), dialect)
             pred_sql = fill_bare_clauses(pred_sql, dialect)  # ``ORDER BY`` with no item, ``LIMIT;``
             # comments, junk after the query, a condition starting with NOT: what the official parser reads of it
             reading = official_reading(pred_sql, dialect)
@@ -126,7 +126,8 @@ def read_gold_spider(gold_sql: str, schema: Schema, dialect: str) -> SpiderRead:
     """The official parser's reading of a gold: what it reads of the text, as of a prediction (a comment or junk
     where it fails, a condition starting with NOT: :class:`OutsideGrammar`, the official run crashes; junk after a
     complete query, ``COLLATE``: ignored), then :func:`read_spider_sql`. Raises as that does."""
-    text = fill_bare_clauses(mark_periods_in_words(split_final_period(gold_sql), dialect), dialect)
+    text = mark_digit_words(mark_periods_in_words(split_final_period(gold_sql), dialect), dialect)
+    text = fill_bare_clauses(text, dialect)
     reading = official_reading(text, dialect)
     if reading.text is None:
         raise OutsideGrammar(reading.objection or "unreadable")

@@ -63,12 +63,14 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlglot import exp
+from sqlglot.tokenizer_core import TokenType
 
 from ...schema import Schema
 from ...sql.limits import WorkBudget
 from .parsing import parse_statement
 from .spider_tail import BARE_ORDER_BY, LIMIT_WITHOUT_VALUE
 from .spider_text import (
+    DIGIT_WORD,
     ORDER_STOP,
     _tokens,
     alias_written_with_as,
@@ -107,6 +109,10 @@ _SET_OPERATIONS: dict[type[exp.Expression], str] = {
     exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except",
 }
 _SELECT_ARGS = {"expressions", "from_", "joins", "where", "group", "having", "order", "limit", "offset", "distinct"}
+#: Words that end the official value scanner's run over a column value (``parse_value``: ``,``, ``)``, ``and``,
+#: a clause keyword, a join keyword); reached inside an OR-condition it swallows, they end the condition there.
+_SCAN_ENDS_READING = {"select", "from", "where", "group", "order", "limit", "intersect", "union", "except",
+                      "join", "on", "as"}
 
 
 class OutsideGrammar(Exception):
@@ -222,6 +228,18 @@ def _predicate_operand(node: exp.Expression) -> exp.Expression | None:
     return node.this if isinstance(node, _ORDER_PREDICATES) else None
 
 
+def _unmarked(name: str) -> str:
+    """A name without the mark of a word that starts with digits (``spider_text.mark_digit_words``)."""
+    return name.removeprefix(DIGIT_WORD)
+
+
+def _top_level_selects(tree: exp.Expression) -> set[int]:
+    """The SELECTs of the statement's own set-operation chain, unless written in parentheses."""
+    if isinstance(tree, exp.SetOperation):
+        return _top_level_selects(tree.this) | _top_level_selects(tree.expression)
+    return {id(tree)} if isinstance(tree, exp.Select) else set()
+
+
 def _strip_paren(node: exp.Expression) -> exp.Expression:
     return node.this if isinstance(node, exp.Paren) else node
 
@@ -253,6 +271,9 @@ class _Reader:
         self.aliases: dict[str, str] = {}
         self.ctes: dict[str, exp.Expression] = {}
         self.budget = WorkBudget()
+        self.top_level: set[int] = set()  # ids of the SELECTs the official parse_sql reads outside any block
+        self.cut = False  # the official reading ended inside a condition (see read_condition)
+        self.cut_word = ""  # the word the official value scan stopped at there
 
     def outside(self, construct: str) -> None:
         if self.strict:
@@ -265,6 +286,7 @@ class _Reader:
             self.outside("not_a_query")
             return empty_spider_sql()
         self._scan_aliases(tree)
+        self.top_level = _top_level_selects(tree)
         if isinstance(tree, exp.Subquery) and isinstance(self._unwrap_subquery(tree), exp.SetOperation):
             # ``(A UNION B) ORDER BY x``: the official parse_sql reads A in the block and expects ")" at "union"
             self.outside("parenthesized_set_operation")
@@ -292,11 +314,12 @@ class _Reader:
         operands, operators = self._flatten_set_chain(node)
         trailing = {key: node.args.get(key) for key in ("order", "limit", "offset")}
         last = len(operands) - 1
-        dicts = [
-            self._read_select(operand, final=final and i == last, trailing=trailing if i == last else None)
-            for i, operand in enumerate(operands)
-        ]
-        for i, operator in enumerate(operators):
+        dicts = []
+        for i, operand in enumerate(operands):
+            dicts.append(self._read_select(operand, final=final and i == last, trailing=trailing if i == last else None))
+            if self.cut:  # the official reading ended in this operand: the later operands are never read
+                break
+        for i, operator in enumerate(operators[:len(dicts) - 1]):
             dicts[i][operator] = dicts[i + 1]
         return dicts[0]
 
@@ -330,19 +353,42 @@ class _Reader:
                 args[clause] = None
         self._check_select_args(args, final)
         table_units, on_conds, tables = self._read_from(args.get("from_"), args.get("joins") or [])
+        cut_in_on = self.cut
+        if cut_in_on and self.cut_word not in ("select", ")"):
+            self._refuse_cut()  # at a join keyword the official FROM reader goes on (or fails): not followed here
         sql = empty_spider_sql()
         sql["from"] = {"table_units": table_units, "conds": on_conds}
         sql["select"] = (self._select_distinct(args.get("distinct")),
                          [self._read_select_item(item, tables) for item in args.get("expressions") or []])
+        if cut_in_on and self._reading_cut(select):  # its FROM ends there; the SELECT items are read before it
+            return sql
         sql["where"] = self._read_clause_condition(args.get("where"), tables)
+        if self._reading_cut(select):
+            return sql
         sql["groupBy"] = self._read_group_by(args.get("group"), tables)
         sql["having"] = self._read_clause_condition(args.get("having"), tables)
+        if self._reading_cut(select):
+            return sql
         sql["orderBy"] = self._read_order_by(args.get("order"), tables, self.order_stop if final else None)
         sql["limit"] = 1 if args.get("limit") is not None else None
         limit = args.get("limit")
         if limit is not None and str(limit.args.get("expression")).lower() == LIMIT_WITHOUT_VALUE:
             self.outside("limit_without_value")  # ``LIMIT`` at the very end: the official reads past the end
         return sql
+
+    def _reading_cut(self, select: exp.Select) -> bool:
+        """Whether the official reading ended in this SELECT's last condition (it reads nothing after it).
+
+        Only a SELECT outside any parentheses ends the whole reading so; in a block the official parser expects
+        the ``)`` there and fails (or goes on from the wrong ``)``, which is not followed here)."""
+        if self.cut and id(select) not in self.top_level:
+            self._refuse_cut()
+        return self.cut
+
+    def _refuse_cut(self) -> None:
+        if self.cut:
+            self.cut = False
+            self.outside("column_value_before_or")
 
     def _check_select_args(self, args: dict[str, Any], final: bool) -> None:
         for key, value in args.items():
@@ -376,12 +422,16 @@ class _Reader:
             unit = self._read_source(source, joined=join is not None, tables=tables)
             if unit is not None:
                 table_units.append(unit)
+                if unit[0] == "table_unit" and isinstance(source, exp.Table):
+                    table_units.extend(self._alias_read_as_table(source, tables))
             on = _join_condition(join)
             if on is not None:
                 this_conds = self.read_condition(on, list(tables))
                 if conds:
                     conds.append("and")
                 conds.extend(this_conds)
+                if self.cut:  # the official reading ended in this ON condition: no later join is read
+                    break
         return table_units, conds, tables
 
     def _check_join(self, join: exp.Join) -> None:
@@ -431,21 +481,37 @@ class _Reader:
         alias = table.args.get("alias")
         if isinstance(alias, exp.TableAlias) and alias.columns:
             self.outside("table_alias_columns")
-        alias_name = alias.this if alias is not None else None
-        if isinstance(alias_name, exp.Identifier) and not alias_written_with_as(self.text, table.this, alias_name):
-            self.outside("table_alias_without_as")
-        name = table.name.lower()
+        name = _unmarked(table.name.lower())
         if not self.schema.has_table(name):
             self.outside("unknown_table")
         return name
 
+    def _alias_read_as_table(self, table: exp.Table, tables: list[str]) -> list[tuple[str, str]]:
+        """The table unit the official reads from an alias written without ``AS`` (``FROM song T1``).
+
+        The official FROM reader takes the word after a table for another table: the table an ``AS`` alias of
+        that name stands for anywhere in the query (its global alias map), or the schema's table of that name;
+        any other word fails (``KeyError``)."""
+        alias = table.args.get("alias")
+        word = alias.this if alias is not None else None
+        if not isinstance(word, exp.Identifier) or alias_written_with_as(self.text, table.this, word):
+            return []
+        name = self.aliases.get(word.name.lower()) or word.name.lower()
+        if word.quoted or not self.schema.has_table(name):
+            self.outside("table_alias_without_as")
+            return []
+        tables.append(name)
+        return [("table_unit", f"__{name}__")]
+
     def _scan_aliases(self, tree: exp.Expression) -> None:
-        """The official alias pre-pass: every alias of the query, the last one written wins."""
+        """The official alias pre-pass: every alias written after ``AS``, the last one written wins."""
         found: list[tuple[int, str, str]] = []
         for table in tree.find_all(exp.Table):
             alias = table.args.get("alias")
             if alias is None or not isinstance(alias.this, exp.Identifier):
                 continue
+            if not alias_written_with_as(self.text, table.this, alias.this):
+                continue  # the official map reads the word after each ``as``: this one is read as a table
             found.append((alias.this.meta.get("start", 0), alias.name.lower(), table.name.lower()))
         for _, alias_name, table_name in sorted(found):
             if self.schema.has_table(alias_name):
@@ -468,7 +534,7 @@ class _Reader:
             self.outside("numeric_column_name")
         elif node.this.quoted or (isinstance(qualifier, exp.Identifier) and qualifier.quoted):  # "T2".name too
             self.outside("quoted_identifier")
-        name = node.name.lower()
+        name = _unmarked(node.name.lower())
         if node.table:
             return self._qualified_column(node.table.lower(), name)
         return self._unqualified_column(name, tables)
@@ -560,7 +626,13 @@ class _Reader:
             out.append(unit)
             i += 1
             while ends_with_column and i < len(flat) and flat[i] == "or":
-                self._check_swallowable(flat[i + 1][0])
+                end = self._value_scan_end(flat[i + 1][0])
+                if end not in (None, "failure") and self.strict:
+                    # ``b > c OR d IN (SELECT ...)``: the scan stops at SELECT/``)``, ending the condition
+                    self.cut, self.cut_word = True, str(end)
+                    return out
+                if end is not None:
+                    self.outside("column_value_before_or")
                 i += 2
             if i < len(flat):
                 out.append(flat[i])
@@ -591,10 +663,19 @@ class _Reader:
                 flat.append((node, negated))
         return flat
 
-    def _check_swallowable(self, node: exp.Expression) -> None:
-        """A swallowed OR-condition with parentheses would end the official clause early instead."""
-        if node.find(exp.Paren, exp.Subquery, exp.In, exp.Func, exp.Between, exp.Tuple) is not None:
-            self.outside("column_value_before_or")
+    def _value_scan_end(self, node: exp.Expression) -> str | None:
+        """Where the official value scan over a swallowed OR-condition stops: ``None`` (it reads past it),
+        the word that ends the condition there (``select``, ``)``, a join keyword, ...) or ``"failure"`` (at
+        ``,`` or ``and``: the official parser then fails on the next word)."""
+        for token in _tokens(node.sql(), "sqlite"):
+            if token.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
+                continue  # a value or a quoted name: one word of the official tokenizer, never a stop
+            word = token.text.lower()
+            if word in (",", "and"):
+                return "failure"
+            if word == ")" or word in _SCAN_ENDS_READING:
+                return word
+        return None
 
     def _read_condition_unit(self, node: exp.Expression, negated: bool, tables: list[str]) -> tuple[tuple[Any, ...], bool]:
         not_op = negated

@@ -89,6 +89,28 @@ def split_final_period(sql: str) -> str:
     return f"{sql[:start - 1]} {sql[start - 1:]}"
 
 
+#: The mark of a word that starts with digits (:func:`mark_digit_words`); the reader drops it from names.
+DIGIT_WORD = "__digit_word__"
+
+
+def mark_digit_words(sql: str, dialect: str) -> str:
+    """``18_49_Rating_Share`` -> ``__digit_word__18_49_Rating_Share``: NLTK keeps a word that starts with digits
+    whole (a tvshow column; ``T1.18_49_Rating_Share`` too), where sqlglot reads a number and then a name (an
+    alias). Marked, it is the name the official parser looks up (``2abc``: no such column, as officially)."""
+    tokens = _tokens(sql, dialect)
+    starts = [number.start for number, name in pairwise(tokens)
+              if number.token_type is TokenType.NUMBER and name.token_type is TokenType.VAR
+              and number.end + 1 == name.start]
+    if not starts:
+        return sql
+    pieces, kept_from = [], 0
+    for start in starts:
+        pieces += [sql[kept_from:start], DIGIT_WORD]
+        kept_from = start
+    pieces.append(sql[kept_from:])
+    return "".join(pieces)
+
+
 def mark_periods_in_words(sql: str, dialect: str) -> str:
     """``ORDER BY a DESC.;`` -> ``ORDER BY a DESC__period;``: a period glued to the end of a word (before a space,
     a bracket, ``;`` or ``,``) stays part of that word for NLTK, which splits off only the text's final period
