@@ -52,20 +52,58 @@ def case_databases(ctx: LoadContext, entry: LineMapping) -> tuple[DatabaseSpec, 
 
 
 def _database_list(ctx: LoadContext, value: Any, line: int) -> tuple[DatabaseSpec, ...]:
-    if isinstance(value, str) and "://" not in value and glob.has_magic(pattern := expand_env(ctx, value, line)):
-        # `**` reaches into subfolders (Python's recursive glob); a folder it matches is no database
-        matches = [m for m in sorted(glob.glob(str(ctx.resolve(pattern)), recursive=True))
-                   if os.path.isfile(m) and not _beside_a_database(m)]
-        if not matches:
-            raise ctx.error(f"no database matches {value!r}", line,
-                            fix="check the glob pattern; it is relative to the suite file")
-        return tuple(_database(ctx, m, line) for m in matches)
+    if isinstance(value, str) and (pattern := _glob_pattern(ctx, value, line)) is not None:
+        return _glob_databases(ctx, value, pattern, line, ())
     if not isinstance(value, list) or not value:
         raise ctx.error("`databases:` must be a non-empty list or a glob pattern", line,
                         fix="write `databases: [a.sqlite, b.sqlite]` or `databases: \"variants/*.sqlite\"`")
-    specs = tuple(_database(ctx, item, value.item_lines[i]) for i, item in enumerate(value))
-    _refuse_repeats(ctx, specs, value.item_lines)
-    return specs
+    specs: list[DatabaseSpec] = []
+    entries: list[int] = []
+    for i, item in enumerate(value):
+        item_line = value.item_lines[i]
+        pattern = _glob_pattern(ctx, item, item_line) if isinstance(item, str) else None
+        found = (_glob_databases(ctx, item, pattern, item_line, specs) if pattern is not None
+                 else (_database(ctx, item, item_line),))
+        specs.extend(found)
+        entries.extend([i] * len(found))
+    _refuse_repeats(ctx, tuple(specs), entries, value.item_lines)
+    return tuple(specs)
+
+
+def _glob_pattern(ctx: LoadContext, text: str, line: int | None) -> str | None:
+    """The glob a `databases:` text (the whole value, or one entry of a list) stands for, or None when it names one
+    database: a URL, a path without glob characters, or a file whose name holds them (`a[1].sqlite`) and exists."""
+    if "://" in text:
+        return None
+    pattern = expand_env(ctx, text.strip(), line)
+    if not glob.has_magic(pattern) or ctx.resolve(pattern).is_file():
+        return None
+    return pattern
+
+
+def _glob_databases(ctx: LoadContext, written: str, pattern: str, line: int | None,
+                    listed: list[DatabaseSpec] | tuple[()]) -> tuple[DatabaseSpec, ...]:
+    """The databases a glob matches, sorted, leaving out those earlier entries of the list already name (so
+    `[main.sqlite, "variants/*.sqlite"]` puts one database first); `**` reaches into subfolders (Python's recursive
+    glob); a folder it matches is no database, nor a file SQLite or DuckDB keeps beside a database."""
+    matches = [m for m in sorted(glob.glob(str(ctx.resolve(pattern)), recursive=True))
+               if os.path.isfile(m) and not _beside_a_database(m)]
+    if not matches:
+        raise ctx.error(f"no database matches the glob {written!r}", line, fix=_no_match_fix(ctx, pattern))
+    named = {(spec.url, spec.setup) for spec in listed}
+    found = (_database(ctx, m, line) for m in matches)
+    return tuple(spec for spec in found if (spec.url, spec.setup) not in named)
+
+
+def _no_match_fix(ctx: LoadContext, pattern: str) -> str:
+    """Where the glob looked: the folder before its first glob character, which may not exist at all."""
+    parts = Path(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    folder = ctx.resolve(str(Path(*parts[:fixed]))) if fixed else ctx.directory
+    where = (f"the glob matched no file under {folder}" if folder.is_dir()
+             else f"the folder {folder} does not exist")
+    return (f"{where}; check the pattern (it is relative to the suite file's folder, {ctx.directory}), or list "
+            "the databases: `databases: [a.sqlite, b.sqlite]`")
 
 
 #: Files SQLite and DuckDB keep beside a database (write-ahead log, shared memory, rollback journal): parts of it.
@@ -78,13 +116,15 @@ def _beside_a_database(path: str) -> bool:
     return any(path.endswith(suffix) and os.path.isfile(path[:-len(suffix)]) for suffix in _SIDECAR_SUFFIXES)
 
 
-def _refuse_repeats(ctx: LoadContext, specs: tuple[DatabaseSpec, ...], lines: list[int]) -> None:
-    """A database listed twice (as written, or as `a.sqlite` and `./a.sqlite`): a test suite would run it twice."""
+def _refuse_repeats(ctx: LoadContext, specs: tuple[DatabaseSpec, ...], entries: list[int], lines: list[int]) -> None:
+    """A database listed twice (as written, or as `a.sqlite` and `./a.sqlite`): a test suite would run it twice.
+    ``entries[i]`` is the list entry (0-based) that named ``specs[i]`` (a glob entry names several)."""
     first_of: dict[tuple[str, tuple[Path, ...]], int] = {}
     for i, spec in enumerate(specs):
         first = first_of.setdefault((spec.url, spec.setup), i)
         if first != i:
-            raise ctx.error(f"`databases:` lists {spec.source} twice (entries {first + 1} and {i + 1})", lines[i],
+            raise ctx.error(f"`databases:` lists {spec.source} twice (entries {entries[first] + 1} and "
+                            f"{entries[i] + 1})", lines[entries[i]],
                             fix="list each database once: the gold and the prediction run on every database of the "
                                 "list, and the same one again adds nothing")
 

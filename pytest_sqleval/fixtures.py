@@ -33,7 +33,7 @@ def sqleval_engine_factory(request: pytest.FixtureRequest, tmp_path_factory: pyt
         factory = EngineFactory(build_dir=tmp_path_factory.mktemp("sqleval-databases"),
                                 shared_build_dir=_shared_plain_build_dir(request.config, tmp_path_factory))
         owned = True
-    yield EngineFactoryFixture(factory)
+    yield EngineFactoryFixture(factory, request.config)
     if owned:
         factory.close()
 
@@ -48,38 +48,87 @@ def _shared_plain_build_dir(config: pytest.Config, tmp_path_factory: pytest.Temp
     return shared
 
 
-class EngineFactoryFixture:
-    """``sqleval_engine_factory("shop.sqlite")``, ``sqleval_engine_factory("sqlite://", setup=["schema.sql"])``."""
+#: The test item being run (set up, called, torn down) in this process: relative paths given to
+#: ``sqleval_engine_factory`` are read from its file's folder, as the ``sqleval_database`` marker reads its own.
+_RUNNING_ITEM = pytest.StashKey["pytest.Item | None"]()
 
-    def __init__(self, factory: EngineFactory) -> None:
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    item.config.stash[_RUNNING_ITEM] = item
+    try:
+        return (yield)
+    finally:
+        item.config.stash[_RUNNING_ITEM] = None
+
+
+def _requesting_test_folder(config: pytest.Config) -> tuple[Path, str]:
+    """The folder relative paths are read from (the running test's file's, else the working directory), and how a
+    message names it."""
+    item = config.stash.get(_RUNNING_ITEM, None)
+    path = getattr(item, "path", None)
+    if item is not None and path is not None:
+        return Path(path).parent, f"the folder of the test file {path}"
+    return Path.cwd(), f"the working directory {Path.cwd()}"
+
+
+class EngineFactoryFixture:
+    """``sqleval_engine_factory("shop.sqlite")``, ``sqleval_engine_factory("sqlite://", setup=["schema.sql"])``.
+
+    A relative path (the database or a setup script) is read from the folder of the test file that calls it (for a
+    fixture: the test being set up), as the ``sqleval_database`` marker reads its paths; a file URL
+    (``sqlite:///shop.sqlite``) is left to the driver, which reads it from the working directory."""
+
+    def __init__(self, factory: EngineFactory, config: pytest.Config | None = None) -> None:
         self.factory = factory
+        self.config = config
 
     def __call__(self, database: str | os.PathLike | DatabaseSpec, *, setup: list[str | os.PathLike] | None = None):
-        return self.factory.engine(_spec(database, setup))
+        base, where = _requesting_test_folder(self.config) if self.config is not None else (Path.cwd(), "")
+        return self.factory.engine(_spec(database, setup, base, where, check=True))
 
     def engine(self, spec: DatabaseSpec):
         return self.factory.engine(spec)
 
 
-def _spec(database: str | os.PathLike | DatabaseSpec, setup) -> DatabaseSpec:
+def _spec(database: str | os.PathLike | DatabaseSpec, setup, base: Path | None = None, where: str = "", *,
+          check: bool = False) -> DatabaseSpec:
+    """The spec of a factory call: relative paths read from ``base`` (the working directory when None); with
+    ``check``, a database file or setup script that is not there is a ``DatabaseError`` naming the path tried."""
     from .suite import DatabaseSpec, file_url
 
     if isinstance(database, DatabaseSpec):
         return database
     text = os.fspath(database)
+    from .errors import DatabaseError
     from .secrets import expand_env
 
     def missing(name: str) -> Exception:
         return pytest.UsageError(f"the database {'URL ' if '://' in text else ''}{text!r} uses ${{{name}}}, which is not set; "
                                  f"set it or write ${{{name}:-default}}")
 
+    base = base if base is not None else Path.cwd()
+    where = where or f"the working directory {base}"
+
+    def absolute(written: str) -> Path:
+        return (base / os.path.expanduser(written)).resolve()  # an absolute path stays as it is
+
     # as a suite's `database:` and `setup:`: a variable may hold the whole URL, or part of a path
-    scripts = tuple(Path(expand_env(os.fspath(s), lambda name: os.environ.get(name), missing)).resolve()
-                    for s in setup or ())
+    scripts = tuple(absolute(expand_env(os.fspath(s), lambda name: os.environ.get(name), missing)) for s in setup or ())
+    for written, script in zip(setup or (), scripts):
+        if check and not script.is_file():
+            raise DatabaseError(f"sqleval_engine_factory: setup script not found: {script} (from "
+                                f"{os.fspath(written)!r}; a relative path is read from {where})",
+                                fix="give the script's path relative to the test file, or an absolute path")
     expanded = expand_env(text, lambda name: os.environ.get(name), missing)  # values URL-encoded, never shown
     if "://" in expanded:
         return DatabaseSpec(url=expanded, setup=scripts, source=text)
-    path = Path(expanded).resolve()
+    path = absolute(expanded)
+    if check and not path.is_file():
+        raise DatabaseError(f"sqleval_engine_factory: database file not found: {path} (from {text!r}; a relative "
+                            f"path is read from {where})",
+                            fix="give the database file's path relative to the test file, an absolute path, or a "
+                                "SQLAlchemy URL")
     scheme = "duckdb" if path.suffix.lower() in (".duckdb", ".ddb") else "sqlite"
     return DatabaseSpec(url=file_url(scheme, path), setup=scripts, source=text)
 

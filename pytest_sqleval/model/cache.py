@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from contextlib import contextmanager
@@ -28,10 +29,40 @@ DEFAULT_CACHE_DIR = ".sqleval_cache"
 FORMAT = "sqleval-cache/1"
 
 
+#: sampling parameters the API defines as numbers with fractions: keyed as floats (``temperature: 0`` is ``0.0``), the
+#: form ``model.temperature`` always had, so ``params: {top_p: 1}`` and ``{top_p: 1.0}`` ask one request
+FLOAT_PARAMETERS = frozenset({"temperature", "top_p", "min_p", "frequency_penalty", "presence_penalty",
+                              "repetition_penalty"})
+
+
 def cache_key(endpoint: str, model: str, messages: Sequence[Mapping[str, Any]], parameters: Mapping[str, Any]) -> str:
     canonical = json.dumps({"endpoint": endpoint, "model": model, "messages": list(messages),
-                            "parameters": dict(parameters)}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+                            "parameters": canonical_parameters(parameters)},
+                           sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def canonical_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """``parameters`` with equal numbers written one way, so equal requests share a key: a float parameter
+    (:data:`FLOAT_PARAMETERS`) as a float, any other whole-number float as an int (``seed: 7.0`` is ``7``), in nested
+    values too. Keys of values already in that form (the defaults, ``temperature: 0.5``, ``max_tokens: 512``) are
+    unchanged; booleans stay booleans."""
+    return {name: _canonical_number(value, float if name in FLOAT_PARAMETERS else None)
+            for name, value in parameters.items()}
+
+
+def _canonical_number(value: Any, kind: type | None = None) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        if kind is float:
+            return float(value)
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+    if isinstance(value, Mapping):
+        return {name: _canonical_number(item) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical_number(item) for item in value]
+    return value
 
 
 class ResponseCache:

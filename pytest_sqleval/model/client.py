@@ -136,7 +136,7 @@ class ChatClient:
                                  f"position {exc.start}): JSON is sent as UTF-8, or the Content-Type names its "
                                  "charset") from None
         except ValueError as exc:  # a body that is not JSON
-            raise ModelCallError(f"the endpoint's answer is not valid JSON: {exc}") from None
+            raise ModelCallError(f"the endpoint's answer is not valid JSON: {exc}{_body_shown(exc)}") from None
         except openai.OpenAIError as exc:
             raise ModelCallError(f"{type(exc).__name__}: {exc}") from None
         latency = time.perf_counter() - started
@@ -148,9 +148,14 @@ class ChatClient:
         if text is None and isinstance(getattr(message, "refusal", None), str):
             text = message.refusal  # the model declined (OpenAI's `refusal` field): its answer, a no_sql miss
         if isinstance(text, list):  # content as parts (Mistral's reasoning models, some gateways): the text parts
-            text = _text_parts(text)
+            try:
+                text = _text_parts(text)
+            except ModelCallError as exc:  # thinking parts only: cut at the token limit before any text?
+                if _cut_at_token_limit(response) is None:
+                    raise
+                raise ModelCallError(_cut_before_text("content: thinking parts only", self.config.max_tokens)) from exc
         if not isinstance(text, str) or (not text.strip() and getattr(message, "tool_calls", None)):
-            raise ModelCallError(_no_text(response, message))
+            raise ModelCallError(_no_text(response, message, self.config.max_tokens))
         usage = getattr(response, "usage", None)
         return Completion(text=text, prompt_tokens=getattr(usage, "prompt_tokens", None),
                           completion_tokens=getattr(usage, "completion_tokens", None), latency_s=latency,
@@ -284,8 +289,9 @@ def _no_message(response) -> str:
     return f"the endpoint's answer has no message: {mask_secrets(str(response))[:200]}"
 
 
-def _no_text(response, message) -> str:
-    """Why a chat completion's message holds no text: a tool call (named, with its arguments), or `content: null`."""
+def _no_text(response, message, max_tokens: int | None = None) -> str:
+    """Why a chat completion's message holds no text: a tool call (named, with its arguments), or `content: null`
+    (with ``finish_reason: "length"``: cut off at the token limit, often by a reasoning model's thinking)."""
     calls = getattr(message, "tool_calls", None) or []
     if calls:
         function = getattr(calls[0], "function", None)
@@ -297,8 +303,32 @@ def _no_text(response, message) -> str:
             reason = response.choices[0].finish_reason
         except (AttributeError, IndexError, TypeError):
             reason = None
+        if reason == "length":
+            return _cut_before_text("content: null", max_tokens)
         return f"the model's answer has no text (content: null, finish_reason: {reason})"
     return f"the endpoint's answer is not a chat completion: {str(response)[:200]}"
+
+
+def _cut_before_text(what: str, max_tokens: int | None) -> str:
+    """The miss of an answer the endpoint cut at its token limit before any text (a reasoning model thinking)."""
+    limit = f"max_tokens {max_tokens}" if max_tokens is not None else "the endpoint's default max_tokens"
+    return (f"the model's answer was cut off at its token limit before any text ({what}, finish_reason: length, "
+            f"{limit}); fix: raise `max_tokens` in the suite's `model:`")
+
+
+def _body_shown(exc: ValueError) -> str:
+    """``; the answer: <its first 80 characters>`` of a body that is not JSON (a proxy's login page, a plain-text
+    error sent with status 200), masked; empty when the parser did not keep the body."""
+    from ..secrets import mask_secrets
+    from .extract import preview
+
+    body = getattr(exc, "doc", None)
+    if not isinstance(body, str) or not body.strip():
+        return ""
+    import re
+
+    title = re.search(r"<title[^>]*>(.*?)</title>", body, re.IGNORECASE | re.DOTALL)
+    return f"; the answer: {mask_secrets(preview(title.group(1) if title and title.group(1).strip() else body))}"
 
 
 def _retries_made(exc, default: int) -> int:

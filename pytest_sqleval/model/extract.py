@@ -114,6 +114,9 @@ def _without_fenced_blocks(text: str, blocks: list[_Block]) -> str:
 _SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 #: A reasoning model's thinking at the start of its answer (DeepSeek-R1, Qwen3 served by vLLM or Ollama).
 _THINK = re.compile(r"\A\s*<(think|thinking|reasoning)>.*?(</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+#: the end of thinking whose opening tag was in the prompt (DeepSeek-R1's chat template ends the prompt with `<think>`,
+#: so a server without a reasoning parser returns `drafts...\n</think>\n\nanswer`): a closing tag ending its line
+_THINK_END = re.compile(r"</(think|thinking|reasoning)>[ \t]*(?:\n|\Z)", re.IGNORECASE)
 #: The keys of a JSON answer that hold its SQL (compared in lower case).
 JSON_SQL_KEYS = ("sql", "query", "sql_query")
 _INTRO_LABEL = re.compile(r"\A[A-Za-z]+:(?!:)")
@@ -209,6 +212,13 @@ def _extract(text: str | None, mode: str) -> Extraction:
         if not thought.group(2) or not text[thought.end():].strip():  # cut off while thinking, or nothing after
             return Extraction(None, mode, "none", "no_sql", f"the model's answer contains no SQL: {preview(text)}")
         text = text[thought.end():]
+    else:
+        ended = _THINK_END.search(text)
+        if (ended and not re.search(f"<{ended.group(1)}>", text[:ended.start()], re.IGNORECASE)
+                and not _parses(text)):  # a query whose string literal holds the tag is a query
+            if not text[ended.end():].strip():  # thinking, then no answer
+                return Extraction(None, mode, "none", "no_sql", f"the model's answer contains no SQL: {preview(text)}")
+            text = text[ended.end():]
     fenced = _prefilled_block(text)
     if fenced is None:
         fenced = last_fenced_block(text)

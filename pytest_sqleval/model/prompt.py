@@ -93,7 +93,8 @@ class PromptTemplate:
 
         self.source = source
         self.env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                                      autoescape=False)  # noqa: S701 - prompts are text, not HTML
+                                      autoescape=False,  # noqa: S701 - prompts are text, not HTML
+                                      finalize=_none_as_empty)
         from_file = source.origin not in ("default", "inline")  # a template file: messages name it and its line
         try:
             parsed = self.env.parse(source.text)
@@ -170,6 +171,12 @@ class PromptTemplate:
                 line = traceback.tb_lineno if mapped else self.template.get_corresponding_lineno(traceback.tb_lineno)
             traceback = traceback.tb_next
         return f"{self.source.origin}:{line}: " if line else f"{self.source.origin}: "
+
+
+def _none_as_empty(value: Any) -> Any:
+    """What ``{{ value }}`` prints: nothing for None (``{{ evidence }}`` of a case without evidence, a metadata value
+    written as null), not the text ``None``."""
+    return "" if value is None else value
 
 
 def _first_use(parsed, names) -> int | None:

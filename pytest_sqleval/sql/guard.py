@@ -258,7 +258,17 @@ def _check_tree(tree: exp.Expression) -> list[exp.Expression]:
             raise QueryError("rejected", f"contains {_describe(node)}, which is not allowed in a read-only query")
         if isinstance(node, exp.Table) and _is_file_reference(node):
             raise QueryError("rejected", f"reads the file {node.name!r}; predictions may only read tables")
+        if _summarizes_a_string(node):
+            raise QueryError("rejected", f"reads the file {node.this.name!r} (DuckDB's SUMMARIZE reads a quoted string "
+                                         "as a file); predictions may only read tables")
     return nodes
+
+
+def _summarizes_a_string(node: exp.Expression) -> bool:
+    """``SUMMARIZE 'path'`` (a subquery in DuckDB): the string is a file DuckDB scans, never a table of the tree."""
+    summarize = getattr(exp, "Summarize", None)
+    return summarize is not None and isinstance(node, summarize) and isinstance(node.this, exp.Literal) \
+        and node.this.is_string
 
 
 # --------------------------------------------------------------------------- white space

@@ -286,6 +286,9 @@ class _PlainSQLiteConnection(sqlite3.Connection):
 def harden_sqlite(conn: sqlite3.Connection) -> None:
     conn.text_factory = _decode_text
     conn.execute("PRAGMA query_only = ON")
+    # SQLite spills DISTINCT/GROUP BY/ORDER BY work tables to temp files (/var/tmp) by default: gigabytes of disk a
+    # query wrote outside the memory cap. In memory they count against the cap (kind `memory`), as DuckDB's no spilling
+    conn.execute("PRAGMA temp_store = MEMORY")
     if hasattr(conn, "setlimit"):
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
