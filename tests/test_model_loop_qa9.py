@@ -84,23 +84,28 @@ def test_cache_key_normalises_equal_numbers_but_keeps_other_keys():
 
 
 # --------------------------------------------------------------------------- content null, cut at the token limit
-def test_content_null_cut_at_the_token_limit_names_max_tokens(shop, chat):
-    body = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "test-model",
-                       "choices": [{"index": 0, "finish_reason": "length",
-                                    "message": {"role": "assistant", "content": None,
-                                                "reasoning_content": "Let me think about the shops"}}],
-                       "usage": {"prompt_tokens": 10, "completion_tokens": 64, "total_tokens": 74}})
-    chat({"which": [Malformed(body)]})
+def cut_off_message(shop, chat, message: dict, max_tokens: int, usage: dict | None = None) -> str:
+    """Run one case whose answer is ``message`` with finish_reason "length" under ``max_tokens``: its model_error."""
+    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "test-model",
+            "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", **message}}]}
+    if usage is not None:
+        body["usage"] = usage
+    chat({"which": [Malformed(json.dumps(body))]})
     shop.makefile(".sqleval.yaml", s=f"""
         database: shop.sqlite
-        model: {{name: test-model, max_tokens: 64}}
+        model: {{name: test-model, max_tokens: {max_tokens}}}
         cases:
           - {{id: q, question: which shops?, gold: {NAMES}}}
         """)
     result, report = run(shop)
     case = by_id(report)["q"]
     assert case["error"]["kind"] == "model_error", case
-    message = case["error"]["message"]
+    return case["error"]["message"]
+
+
+def test_content_null_cut_at_the_token_limit_names_max_tokens(shop, chat):
+    message = cut_off_message(shop, chat, {"content": None, "reasoning_content": "Let me think about the shops"}, 64,
+                              usage={"prompt_tokens": 10, "completion_tokens": 64, "total_tokens": 74})
     assert "cut off" in message and "max_tokens" in message and "64" in message, message
 
 
@@ -158,19 +163,6 @@ def test_a_body_that_is_not_json_shows_what_was_received(shop, chat):
 def test_thinking_parts_only_cut_at_the_token_limit_names_max_tokens(shop, chat):
     """Content as a list of parts holding only a thinking part (Mistral's reasoning models), cut at the limit: the
     miss says the answer was cut off and names `max_tokens` (was: only "no text part")."""
-    body = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "test-model",
-                       "choices": [{"index": 0, "finish_reason": "length",
-                                    "message": {"role": "assistant", "content": [
-                                        {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm"}]}]}}]})
-    chat({"which": [Malformed(body)]})
-    shop.makefile(".sqleval.yaml", s=f"""
-        database: shop.sqlite
-        model: {{name: test-model, max_tokens: 32}}
-        cases:
-          - {{id: q, question: which shops?, gold: {NAMES}}}
-        """)
-    result, report = run(shop)
-    case = by_id(report)["q"]
-    assert case["error"]["kind"] == "model_error", case
-    message = case["error"]["message"]
+    message = cut_off_message(shop, chat, {"content": [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm"}]}]}, 32)
     assert "cut off" in message and "max_tokens 32" in message and "raise `max_tokens`" in message, message

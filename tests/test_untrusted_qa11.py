@@ -35,30 +35,19 @@
 
 from __future__ import annotations
 
-import json
-import textwrap
-
 import pytest
 
 from conftest import require_module
+from untrusted_support import run_untrusted, write_dedented
 
 pytest_plugins = ["pytester"]
 
 
 def _run(pytester, *args: str):
-    result = pytester.runpytest_subprocess(
-        "--sqleval", "-p", "no:cacheprovider", "--sqleval-json", "r.json", *args, timeout=180
-    )
-    output = result.stdout.str() + result.stderr.str()
-    assert "INTERNALERROR" not in output, output
-    report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
-    return result, {case["id"]: case for case in report["cases"]}, report
+    return run_untrusted(pytester, *args, timeout=180)
 
 
-def _write(path, text: str):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return path
+_write = write_dedented
 
 
 SHOP = """
