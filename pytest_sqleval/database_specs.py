@@ -208,7 +208,7 @@ def _nearly_named(path: Path) -> Path | None:
     written on a case-insensitive file system), else the closest name (``shop.sqlite3`` for ``shop.sqlite``)."""
     try:
         names = sorted(entry.name for entry in path.parent.iterdir()
-                       if entry.is_file() and not entry.name.endswith(("-wal", "-shm", "-journal", ".yaml", ".yml")))
+                       if entry.is_file() and not entry.name.endswith((*_SIDECAR_SUFFIXES, ".yaml", ".yml")))
     except OSError:  # no such folder, or not readable
         return None
     same = [name for name in names if name.lower() == path.name.lower()]
